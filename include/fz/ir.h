@@ -1,0 +1,323 @@
+/* ir.h - the Fusion IR: every data structure, and the prototypes of the
+ * library's IR-level functions grouped by the file that defines them. This
+ * header is the table of contents of lib/ir.
+ *
+ * Model. A fusion is a list of ops in SSA order over values. A value is a
+ * fusion input, an op result, or a literal scalar. Every value has a type:
+ * a dtype, logical axes (each with an extent and a kind) and a layout (an
+ * allocation order and per-allocated-axis contiguity). Layout is separate
+ * from logical shape: a column-major [M, N] tensor has alloc_order (1, 0).
+ *
+ * Memory. Everything reachable from a fusion lives in its arena and is
+ * freed by fz_fusion_destroy. Arrays that grow (ops, inputs, outputs,
+ * symbols) are re-allocated in the arena; the old copy is simply abandoned.
+ */
+#ifndef FZ_IR_H
+#define FZ_IR_H
+
+#include "fz/fz.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- arena.c ------------------------------------------------------------ */
+
+typedef struct fz_arena fz_arena;
+fz_arena *fz_arena_create(void);
+void fz_arena_destroy(fz_arena *arena);
+/* Zeroed, 16-byte aligned. Dies (broken invariant) only if malloc fails. */
+void *fz_arena_alloc(fz_arena *arena, size_t size);
+char *fz_arena_strdup(fz_arena *arena, const char *s);
+char *fz_arena_strndup(fz_arena *arena, const char *s, size_t n);
+/* Grow *items (an arena array of pointers) to hold one more and append. */
+void fz_arena_push(fz_arena *arena, void ***items, int *count, int *capacity,
+                   void *item);
+
+/* ---- util.c ------------------------------------------------------------ */
+
+/* Broken invariant: prints file:line and the message, then aborts. Never
+ * used for bad input. */
+_Noreturn void fz_die(const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+#define FZ_DIE(...) fz_die(__FILE__, __LINE__, __VA_ARGS__)
+#define FZ_CHECK(cond)                                                         \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      FZ_DIE("check failed: %s", #cond);                                       \
+  } while (0)
+
+/* Growable malloc'd string, for printers. */
+typedef struct fz_buf {
+  char *data;
+  size_t len, cap;
+  bool oom; /* set once an allocation failed; further appends are no-ops */
+} fz_buf;
+void fz_buf_printf(fz_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void fz_buf_puts(fz_buf *b, const char *s);
+/* Returns the string (caller frees) or NULL if any append ran out of memory. */
+char *fz_buf_take(fz_buf *b);
+
+/* ---- ops ---------------------------------------------------------------- */
+
+typedef enum fz_op_kind {
+  FZ_KIND_UNARY,
+  FZ_KIND_CAST,
+  FZ_KIND_BINARY,
+  FZ_KIND_TERNARY,
+  FZ_KIND_REDUCTION,
+  FZ_KIND_BROADCAST,
+  FZ_KIND_SQUEEZE,
+  FZ_KIND_EXPAND,
+  FZ_KIND_PERMUTE,
+  FZ_KIND_RESHAPE,
+  FZ_KIND_SET,
+  FZ_KIND_FULL,
+  FZ_KIND_IOTA,
+} fz_op_kind;
+
+enum {
+  FZ_F_TO_FLOAT = 1 << 0,    /* integer/bool operands promote to f32 */
+  FZ_F_TO_BOOL = 1 << 1,     /* result is bool */
+  FZ_F_COMMUTATIVE = 1 << 2, /* operands may be swapped */
+  FZ_F_LIBDEVICE = 1 << 3,   /* lowering calls libdevice for float types */
+  FZ_F_INT_TO_I64 = 1 << 4,  /* integer/bool inputs accumulate to i64 */
+};
+
+typedef enum fz_opcode {
+#define FZ_OP(e, name, kind, arity, flags) FZ_OP_##e,
+#include "fz/ops.def"
+#undef FZ_OP
+  FZ_NUM_OPCODES
+} fz_opcode;
+
+typedef struct fz_op_info {
+  const char *name;
+  fz_op_kind kind;
+  int arity;
+  unsigned flags;
+} fz_op_info;
+
+/* Indexed by fz_opcode; defined in ops.c by expanding ops.def. */
+extern const fz_op_info fz_op_table[FZ_NUM_OPCODES];
+/* Opcode for a text keyword, or -1. */
+int fz_opcode_from_name(const char *name, size_t length);
+
+/* ---- types -------------------------------------------------------------- */
+
+/* An extent is a constant (symbol < 0, value >= 0) or a symbol bound at run
+ * time (symbol = index into fusion->symbols; value unused). */
+typedef struct fz_extent {
+  int64_t value;
+  int32_t symbol;
+} fz_extent;
+
+typedef enum fz_axis_kind {
+  FZ_AXIS_ITER,      /* an ordinary axis */
+  FZ_AXIS_BROADCAST, /* extent 1, or expanded (stride 0) to `expanded_to` */
+  FZ_AXIS_REDUCE,    /* only inside kernel plans: values never carry it */
+} fz_axis_kind;
+
+typedef struct fz_axis {
+  fz_axis_kind kind;
+  fz_extent extent;      /* ITER: the extent; BROADCAST: constant 1 */
+  bool expanded;         /* BROADCAST only: `b1->E` */
+  fz_extent expanded_to; /* BROADCAST and expanded: E */
+} fz_axis;
+
+/* A symbol: a name shared by all extents that use it within a fusion, or an
+ * anonymous unknown extent (`?` in text, name NULL, one symbol per `?`). */
+typedef struct fz_symbol {
+  const char *name;
+} fz_symbol;
+
+typedef struct fz_type {
+  fz_dtype dtype;
+  int rank; /* 0 = scalar */
+  fz_axis axes[FZ_MAX_RANK];
+  /* Layout. has_layout is false for op results whose layout was not
+   * declared (and not yet propagated); it is always true for inputs (an
+   * input without `layout(...)` is row-major). alloc_order lists logical
+   * axes outermost first. contiguous[i] refers to allocated position i
+   * (alloc_order[i]): false means its stride is not extent*stride of the
+   * next inner allocated axis (or not 1 for the innermost). */
+  bool has_layout;
+  int alloc_order[FZ_MAX_RANK];
+  bool contiguous[FZ_MAX_RANK];
+} fz_type;
+
+/* Fill t as a row-major, fully contiguous layout with has_layout = true. */
+void fz_type_set_row_major(fz_type *t);
+/* Size of the logical axis at run time (1 for an unexpanded broadcast). */
+int64_t fz_axis_size(const fz_axis *axis, const int64_t *symbol_values);
+/* Logical extent of an axis for shape comparison: expanded_to for an
+ * expanded broadcast, 1 for a broadcast, else extent. */
+fz_extent fz_axis_extent(const fz_axis *axis);
+bool fz_extent_equal(fz_extent a, fz_extent b);
+
+/* ---- values and ops ----------------------------------------------------- */
+
+typedef enum fz_value_kind {
+  FZ_VALUE_INPUT,   /* fusion argument */
+  FZ_VALUE_RESULT,  /* op result */
+  FZ_VALUE_LITERAL, /* scalar literal operand (weakly typed, as in PyTorch) */
+} fz_value_kind;
+
+typedef union fz_scalar {
+  double f;   /* float dtypes */
+  int64_t i;  /* integer dtypes and bool (0/1) */
+} fz_scalar;
+
+struct fz_value {
+  fz_value_kind kind;
+  int id;           /* unique within the fusion, in creation order */
+  const char *name; /* text name without '%'; NULL: printer numbers it */
+  fz_type type;
+  fz_op *def;        /* RESULT: defining op */
+  int input_index;   /* INPUT: position in fusion->inputs */
+  fz_scalar literal; /* LITERAL: value; dtype is f64, i64 or bool */
+};
+
+typedef struct fz_loc {
+  int line, col; /* 1-based; 0 when built through the API */
+} fz_loc;
+
+struct fz_op {
+  fz_opcode code;
+  int num_operands;
+  fz_value *operands[3];
+  fz_value *result;
+  /* REDUCTION: reduced axes; BROADCAST: positions of new axes in the
+   * result; SQUEEZE: axes removed (each must be size 1). Sorted, unique. */
+  int num_dims;
+  int dims[FZ_MAX_RANK];
+  bool keepdim;             /* REDUCTION */
+  int perm[FZ_MAX_RANK];    /* PERMUTE: result axis i = operand axis perm[i] */
+  fz_scalar fill;           /* FULL: the value, in the result's dtype class */
+  fz_scalar iota_start;     /* IOTA: start and step (default 0, 1) */
+  fz_scalar iota_step;
+  fz_loc loc;
+};
+
+struct fz_fusion {
+  fz_arena *arena;
+  const char *name;
+  fz_symbol *symbols;
+  int num_symbols, cap_symbols;
+  fz_value **inputs;
+  int num_inputs, cap_inputs;
+  fz_op **ops; /* SSA order */
+  int num_ops, cap_ops;
+  fz_value **outputs;
+  int num_outputs, cap_outputs;
+  int next_value_id;
+};
+
+/* ---- fusion.c ----------------------------------------------------------- */
+
+/* Index of the named symbol, created if absent. name NULL: new anonymous. */
+int fz_fusion_symbol(fz_fusion *fusion, const char *name);
+int fz_fusion_find_symbol(const fz_fusion *fusion, const char *name);
+fz_extent fz_const_extent(int64_t value);
+fz_extent fz_symbol_extent(int32_t symbol);
+
+/* Appends an input. The type must have has_layout set (see
+ * fz_type_set_row_major). name may be NULL. */
+fz_value *fz_add_input(fz_fusion *fusion, const char *name,
+                       const fz_type *type);
+fz_status fz_add_output(fz_fusion *fusion, fz_value *value, fz_error *err);
+/* Replace every use of `from` (operands and outputs) by `to`. */
+void fz_replace_uses(fz_fusion *fusion, fz_value *from, fz_value *to);
+/* Number of uses as an operand or output. */
+int fz_count_uses(const fz_fusion *fusion, const fz_value *value);
+/* Remove ops whose results are unused (repeat until none). Returns count. */
+int fz_remove_dead_ops(fz_fusion *fusion);
+
+/* ---- builder.c: the C builder, with shape and dtype inference --------- */
+
+/* Attributes of an op, zero-initialised means "none". `shape` is needed by
+ * reshape, expand, full and iota (dtype and extents of the result; layout
+ * is ignored) and by cast (its dtype). */
+typedef struct fz_attrs {
+  int num_dims;
+  int dims[FZ_MAX_RANK];
+  bool keepdim;
+  int perm[FZ_MAX_RANK];
+  const fz_type *shape;
+  fz_scalar fill;
+  fz_scalar iota_start, iota_step;
+  bool has_iota_start, has_iota_step;
+} fz_attrs;
+
+/* Create an op and its result with inferred dtype and shape. Rank-0
+ * operands broadcast against the others. Returns NULL and fills err
+ * (FZ_ERR_INVALID) when operands do not fit the op. The result's layout is
+ * undeclared (has_layout false). */
+fz_value *fz_build(fz_fusion *fusion, fz_opcode code, int num_operands,
+                   fz_value *const *operands, const fz_attrs *attrs,
+                   fz_error *err);
+
+fz_value *fz_literal_float(fz_fusion *fusion, double v);
+fz_value *fz_literal_int(fz_fusion *fusion, int64_t v);
+fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
+
+/* Convenience wrappers over fz_build. */
+fz_value *fz_unary(fz_fusion *f, fz_opcode code, fz_value *a, fz_error *err);
+fz_value *fz_binary(fz_fusion *f, fz_opcode code, fz_value *a, fz_value *b,
+                    fz_error *err);
+fz_value *fz_ternary(fz_fusion *f, fz_opcode code, fz_value *a, fz_value *b,
+                     fz_value *c, fz_error *err);
+fz_value *fz_cast(fz_fusion *f, fz_value *a, fz_dtype dtype, fz_error *err);
+fz_value *fz_reduce(fz_fusion *f, fz_opcode code, fz_value *a, int num_dims,
+                    const int *dims, bool keepdim, fz_error *err);
+fz_value *fz_broadcast(fz_fusion *f, fz_value *a, int num_dims,
+                       const int *dims, fz_error *err);
+fz_value *fz_squeeze(fz_fusion *f, fz_value *a, int num_dims, const int *dims,
+                     fz_error *err);
+fz_value *fz_expand(fz_fusion *f, fz_value *a, const fz_type *shape,
+                    fz_error *err);
+fz_value *fz_permute(fz_fusion *f, fz_value *a, const int *perm,
+                     fz_error *err);
+fz_value *fz_reshape(fz_fusion *f, fz_value *a, const fz_type *shape,
+                     fz_error *err);
+fz_value *fz_set(fz_fusion *f, fz_value *a, fz_error *err);
+fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
+                  fz_error *err);
+
+/* Declare the result's layout (alloc_order is a permutation of its logical
+ * axes, outermost first; contiguous may be NULL for all-contiguous). */
+fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,
+                              const bool *contiguous, fz_error *err);
+
+/* ---- promote.c: PyTorch type promotion ---------------------------------- */
+
+/* Result dtype of combining operands under PyTorch's rules: dimensioned
+ * tensors (rank > 0) outrank zero-dim tensors (rank-0 inputs/results),
+ * which outrank literals (weak Python scalars), within a category
+ * bool < integer < float. */
+fz_dtype fz_promote(int num_operands, fz_value *const *operands);
+/* The dtype an op produces, given the promoted operand dtype. */
+fz_dtype fz_op_result_dtype(fz_opcode code, fz_dtype promoted);
+
+/* ---- verify.c ----------------------------------------------------------- */
+/* fz_verify is in fz.h. */
+
+/* ---- interp.c ----------------------------------------------------------- */
+/* fz_interpret, fz_bind_inputs, fz_output_sizes are in fz.h. */
+
+/* Round v to what dtype can hold, as a GPU store would (round to nearest
+ * even for f32/f16/bf16; truncation toward zero and wrap for integers;
+ * nonzero -> 1 for bool). */
+double fz_round_to_dtype(double v, fz_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

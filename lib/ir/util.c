@@ -1,0 +1,119 @@
+/* util.c - errors as values, invariant failures, dtype tables, and a
+ * growable string for printers.
+ */
+#include "fz/ir.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *fz_status_name(fz_status status) {
+  switch (status) {
+#define FZ_X_CASE(e, s)                                                        \
+  case e:                                                                      \
+    return #e;
+    FZ_STATUS_LIST(FZ_X_CASE)
+#undef FZ_X_CASE
+  }
+  return "FZ_ERR_UNKNOWN";
+}
+
+fz_status fz_error_set(fz_error *err, fz_status status, const char *fmt, ...) {
+  if (err) {
+    err->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+_Noreturn void fz_die(const char *file, int line, const char *fmt, ...) {
+  fprintf(stderr, "%s:%d: fz internal error: ", file, line);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  abort();
+}
+
+static const struct {
+  const char *name;
+  size_t size;
+} dtype_table[FZ_NUM_DTYPES] = {
+#define FZ_X_ROW(e, s, n) {s, n},
+    FZ_DTYPE_LIST(FZ_X_ROW)
+#undef FZ_X_ROW
+};
+
+const char *fz_dtype_name(fz_dtype dtype) {
+  return (unsigned)dtype < FZ_NUM_DTYPES ? dtype_table[dtype].name : "?";
+}
+
+size_t fz_dtype_size(fz_dtype dtype) {
+  return (unsigned)dtype < FZ_NUM_DTYPES ? dtype_table[dtype].size : 0;
+}
+
+bool fz_dtype_is_float(fz_dtype d) {
+  return d == FZ_F64 || d == FZ_F32 || d == FZ_F16 || d == FZ_BF16;
+}
+
+bool fz_dtype_is_integer(fz_dtype d) {
+  return d == FZ_I64 || d == FZ_I32 || d == FZ_I8;
+}
+
+static void buf_reserve(fz_buf *b, size_t extra) {
+  if (b->oom || b->len + extra + 1 <= b->cap)
+    return;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra + 1)
+    cap *= 2;
+  char *p = realloc(b->data, cap);
+  if (!p) {
+    b->oom = true;
+    return;
+  }
+  b->data = p;
+  b->cap = cap;
+}
+
+void fz_buf_puts(fz_buf *b, const char *s) {
+  size_t n = strlen(s);
+  buf_reserve(b, n);
+  if (b->oom)
+    return;
+  memcpy(b->data + b->len, s, n + 1);
+  b->len += n;
+}
+
+void fz_buf_printf(fz_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  buf_reserve(b, (size_t)n);
+  if (b->oom)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+char *fz_buf_take(fz_buf *b) {
+  if (b->oom) {
+    free(b->data);
+    *b = (fz_buf){0};
+    return NULL;
+  }
+  if (!b->data)
+    fz_buf_puts(b, "");
+  char *s = b->data;
+  *b = (fz_buf){0};
+  return s;
+}

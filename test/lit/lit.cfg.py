@@ -1,0 +1,21 @@
+# lit configuration: every .fz file under test/lit is a test; RUN lines use
+# fuse-opt (and later fuse-run) from the build, FileCheck and `not` from LLVM.
+import os
+import shutil
+import lit.formats
+
+config.name = "fz"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".fz", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.test_source_root = os.path.join(config.fz_source_dir, "test/lit")
+config.test_exec_root = os.path.join(os.path.dirname(__file__))
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.fz_bin_dir, config.llvm_bin_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.substitutions.append(("%fz_src", config.fz_source_dir))
+config.substitutions.append(("%examples", os.path.join(config.fz_source_dir, "examples")))
+
+# PTX is assembled by ptxas only where it is installed (the GPU machine).
+if shutil.which("ptxas"):
+    config.available_features.add("ptxas")

@@ -1,0 +1,29 @@
+/* test_util.c - helpers shared by the unit tests. */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+fz_fusion *test_parse(const char *text) {
+  fz_fusion *f = NULL;
+  fz_error err = {0};
+  fz_status st = fz_parse("test.fz", text, strlen(text), &f, &err);
+  ck_assert_msg(st == FZ_OK, "parse failed: %s", err.message);
+  return f;
+}
+
+int test_run_suite(Suite *suite) {
+  SRunner *runner = srunner_create(suite);
+  srunner_run_all(runner, CK_NORMAL);
+  int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+const char *test_source_path(const char *relative) {
+  static char path[4096];
+  const char *root = getenv("FZ_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/%s", root ? root : ".", relative);
+  return path;
+}
