@@ -100,6 +100,10 @@ void fz_fusion_destroy(fz_fusion *fusion);
  * ("file:line:col: error: ..."). On failure *out is NULL. */
 fz_status fz_parse(const char *filename, const char *text, size_t length,
                    fz_fusion **out, fz_error *err);
+/* The same, numbering lines in diagnostics from first_line (fz_parse uses
+ * 1): for a file split into pieces, as fuse-opt --split-input-file does. */
+fz_status fz_parse_at(const char *filename, int first_line, const char *text,
+                      size_t length, fz_fusion **out, fz_error *err);
 
 /* Print in the text format. Returns a malloc'd NUL-terminated string that
  * the caller frees with free(), or NULL when out of memory. */
@@ -150,6 +154,97 @@ fz_status fz_interpret(const fz_fusion *fusion, const fz_host_tensor *inputs,
 
 /* Runs the named pass ("canonicalize", ...) in place. */
 fz_status fz_run_pass(fz_fusion *fusion, const char *pass_name, fz_error *err);
+
+/* ---- devices (lib/runtime) ---------------------------------------------- */
+
+/* A CUDA device with its primary context retained. The driver is loaded on
+ * first use (dlopen of libcuda.so.1): without it, or without a device,
+ * fz_device_open returns FZ_ERR_NO_DEVICE and everything up to PTX still
+ * works. */
+typedef struct fz_device fz_device;
+
+typedef struct fz_device_props {
+  int ordinal;
+  char name[256];
+  int sm;                        /* compute capability, 10*major+minor: 90 */
+  int sm_count;                  /* multiprocessors */
+  int max_threads_per_block;
+  int max_threads_per_sm;
+  int warp_size;
+  int max_shared_per_block;      /* bytes, with the opt-in (above 48 KiB) */
+  int max_shared_per_sm;         /* bytes */
+  int max_registers_per_block;   /* 32-bit registers */
+  int l2_bytes;
+  int clock_khz;                 /* SM clock */
+  int memory_clock_khz;
+  int memory_bus_bits;
+  bool cooperative_launch;
+  size_t total_memory;           /* bytes */
+  int driver_version;            /* 1000*major + 10*minor: 12040 */
+} fz_device_props;
+
+/* Opens device `ordinal` (0-based). FZ_ERR_NO_DEVICE without a driver or
+ * when ordinal is past the last device. */
+fz_status fz_device_open(int ordinal, fz_device **out, fz_error *err);
+/* Releases the primary context. Accepts NULL. */
+void fz_device_close(fz_device *device);
+const fz_device_props *fz_device_get_props(const fz_device *device);
+
+/* ---- executing fusions (lib/runtime/executor.c) ------------------------ */
+
+/* A tensor in device memory: `data` is a CUdeviceptr; strides are in
+ * elements (non-negative; 0 for broadcast). Rank 0 is a one-element
+ * tensor. */
+typedef struct fz_device_tensor {
+  fz_dtype dtype;
+  int rank;
+  int64_t sizes[FZ_MAX_RANK];
+  int64_t strides[FZ_MAX_RANK];
+  uint64_t data;
+} fz_device_tensor;
+
+/* Runs one fusion on one device: checks each call's inputs against the
+ * fusion, schedules, compiles once per input signature (memory cache) and
+ * once per kernel (disk cache: $FZ_CACHE_DIR, else $XDG_CACHE_HOME/fz, else
+ * ~/.cache/fz; FZ_CACHE_DIR=off disables it), and launches. The fusion must
+ * outlive the executor and not change while it exists. One executor must
+ * not be used from two threads at once. */
+typedef struct fz_executor fz_executor;
+
+fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
+                             fz_executor **out, fz_error *err);
+/* Frees compiled kernels and caches (not tensors it allocated for the
+ * caller). Accepts NULL. */
+void fz_executor_destroy(fz_executor *executor);
+
+/* Sizes and strides output `output` gets for these inputs: the layout the
+ * fusion declares for it, or row-major. data is left 0. */
+fz_status fz_executor_output_layout(fz_executor *executor,
+                                    const fz_device_tensor *inputs,
+                                    int num_inputs, int output,
+                                    fz_device_tensor *out, fz_error *err);
+
+/* Launches the fusion on `stream` (a CUstream; NULL for the default
+ * stream). Each outputs[i] either describes caller memory (data != 0;
+ * dtype, rank and sizes must match, strides may be any non-overlapping
+ * ones) or has data == 0, in which case the executor fills it in with
+ * fz_executor_output_layout and allocates it (free with
+ * fz_device_memory_free). Nothing is launched when any check fails. */
+fz_status fz_executor_run(fz_executor *executor,
+                          const fz_device_tensor *inputs, int num_inputs,
+                          fz_device_tensor *outputs, int num_outputs,
+                          void *stream, fz_error *err);
+
+/* Text of the plan and PTX the last run used (for tools); NULL before the
+ * first run. Owned by the executor. */
+const char *fz_executor_last_plan(const fz_executor *executor);
+const char *fz_executor_last_ptx(const fz_executor *executor);
+
+/* Device memory for callers (CUdeviceptr values). */
+fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
+                                 uint64_t *out, fz_error *err);
+fz_status fz_device_memory_free(fz_device *device, uint64_t ptr,
+                                fz_error *err);
 
 /* The library version, "MAJOR.MINOR.PATCH". */
 const char *fz_version(void);

@@ -296,6 +296,39 @@ fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
 fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,
                               const bool *contiguous, fz_error *err);
 
+/* ---- infer.c: shape and dtype rules, shared by builder and verifier ---- */
+
+/* The result type of op `code` over these operands and attributes (layout
+ * undeclared), or FZ_ERR_INVALID with a message starting with the op
+ * keyword. attrs may be NULL. Creates nothing. */
+fz_status fz_infer_type(const fz_fusion *fusion, fz_opcode code,
+                        int num_operands, fz_value *const *operands,
+                        const fz_attrs *attrs, fz_type *out, fz_error *err);
+/* Extents and axis kinds of a type are valid in this fusion (symbols in
+ * range, constants >= 0, broadcast extent 1, no reduction axes). `what`
+ * starts the message ("%x", "reshape: target shape"). Layout not checked. */
+fz_status fz_check_type(const fz_fusion *fusion, const fz_type *type,
+                        const char *what, fz_error *err);
+/* When has_layout: alloc_order is a permutation of [0, rank). */
+fz_status fz_check_layout(const fz_type *type, const char *what,
+                          fz_error *err);
+/* Same dtype, rank and axes (kind, extent, expansion); layout ignored. */
+bool fz_type_same_shape(const fz_type *a, const fz_type *b);
+/* Text for messages: "f32[N, b1->128]", "N", "?". Return buf. */
+const char *fz_format_type(const fz_fusion *fusion, const fz_type *type,
+                           char *buf, size_t size);
+const char *fz_format_extent(const fz_fusion *fusion, fz_extent extent,
+                             char *buf, size_t size);
+
+/* ---- print.c ------------------------------------------------------------ */
+/* fz_print is in fz.h. */
+
+/* Appends a type as the text format writes it ("f32[N, b1->128]"); when
+ * `layout` is true and the type has one, also " layout(...)" and
+ * " noncontig(...)" as printed on an op result. For messages and dumps. */
+void fz_print_type(fz_buf *b, const fz_fusion *fusion, const fz_type *type,
+                   bool layout);
+
 /* ---- promote.c: PyTorch type promotion ---------------------------------- */
 
 /* Result dtype of combining operands under PyTorch's rules: dimensioned
@@ -313,9 +346,61 @@ fz_dtype fz_op_result_dtype(fz_opcode code, fz_dtype promoted);
 /* fz_interpret, fz_bind_inputs, fz_output_sizes are in fz.h. */
 
 /* Round v to what dtype can hold, as a GPU store would (round to nearest
- * even for f32/f16/bf16; truncation toward zero and wrap for integers;
- * nonzero -> 1 for bool). */
+ * even for f32/f16/bf16; for integers truncation toward zero, saturation
+ * to the range and NaN -> 0, as cvt.rzi.sat; nonzero -> 1 for bool). */
 double fz_round_to_dtype(double v, fz_dtype dtype);
+
+/* IEEE binary16 and bfloat16 bit patterns (how f16/bf16 host tensors are
+ * stored) to and from double: rounded once to nearest even, gradual
+ * underflow, overflow to inf, NaN stays NaN. Defined in interp_scalar.c. */
+uint16_t fz_f16_from_double(double v);
+double fz_f16_to_double(uint16_t bits);
+uint16_t fz_bf16_from_double(double v);
+double fz_bf16_to_double(uint16_t bits);
+
+/* ---- pass.c: the pass table (lib/sched) ------------------------------- */
+
+/* A pass edits a fusion in place; it returns non-FZ_OK only for input it
+ * cannot handle, never leaving the fusion half-rewritten and invalid. */
+typedef fz_status (*fz_pass_fn)(fz_fusion *fusion, fz_error *err);
+typedef struct fz_pass_info {
+  const char *name;        /* as given to fz_run_pass and --pass */
+  fz_pass_fn run;
+  const char *description; /* one line, for --help */
+} fz_pass_info;
+/* The table, in registration order; fz_pass_at returns NULL out of range. */
+int fz_pass_count(void);
+const fz_pass_info *fz_pass_at(int index);
+/* The pass with this name, or NULL. */
+const fz_pass_info *fz_pass_find(const char *name);
+
+/* ---- canonicalize.c ----------------------------------------------------- */
+
+/* Folds squeeze(broadcast(x)), broadcast(squeeze(x)), set chains,
+ * permute(permute(x)) and arithmetic on literals, merges common
+ * subexpressions and drops dead ops, to a fixpoint. Values are preserved
+ * exactly, and so is every declared layout of a fusion output. */
+fz_status fz_pass_canonicalize(fz_fusion *fusion, fz_error *err);
+
+/* ---- cse.c -------------------------------------------------------------- */
+
+/* One sweep of common-subexpression elimination: a later op equal to an
+ * earlier one (opcode, operands, attributes, type including layout) has its
+ * uses moved to the earlier result. Returns whether anything changed; the
+ * merged ops are left dead for fz_remove_dead_ops. */
+bool fz_cse(fz_fusion *fusion);
+/* The "cse" pass: fz_cse to a fixpoint, then dead ops removed. */
+fz_status fz_pass_cse(fz_fusion *fusion, fz_error *err);
+
+/* ---- alloc_order.c ------------------------------------------------------ */
+
+/* The "alloc-order" pass: every op result of rank > 0 without a declared
+ * layout takes the allocation order of the operand it is computed from
+ * (carried through permute, broadcast, squeeze, reductions and reshapes
+ * that keep it derivable; rules in alloc_order.c), fully contiguous, with
+ * has_layout set. Declared layouts are never changed. Outputs included:
+ * the executor allocates them in the order chosen. */
+fz_status fz_pass_alloc_order(fz_fusion *fusion, fz_error *err);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".fz", ".test"]
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
 config.test_source_root = os.path.join(config.fz_source_dir, "test/lit")
-config.test_exec_root = os.path.join(os.path.dirname(__file__))
+config.test_exec_root = config.fz_lit_exec_root
 
 config.environment["PATH"] = os.pathsep.join(
     [config.fz_bin_dir, config.llvm_bin_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])

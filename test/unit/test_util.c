@@ -15,6 +15,9 @@ fz_fusion *test_parse(const char *text) {
 
 int test_run_suite(Suite *suite) {
   SRunner *runner = srunner_create(suite);
+  /* No fork: the CUDA driver does not survive fork(), and sanitizers
+   * report leaks more clearly in one process. */
+  srunner_set_fork_status(runner, CK_NOFORK);
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);

@@ -1,0 +1,239 @@
+/* builder.c - the C builder: create ops and literals with inferred types.
+ *
+ * Every op goes through fz_build, which asks infer.c for the result type
+ * first and only then allocates, so a rejected op leaves the fusion exactly
+ * as it was (no half-built op, no value id consumed). The per-op wrappers
+ * only pack attributes; all shape and dtype knowledge is in infer.c, which
+ * the verifier shares.
+ */
+#include "fz/ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Iota's start and step live in the result's dtype class (.f for floats,
+ * .i otherwise); absent ones default to 0 and 1. */
+static void set_iota_defaults(fz_op *op, const fz_attrs *attrs,
+                              fz_dtype dtype) {
+  bool is_float = fz_dtype_is_float(dtype);
+  op->iota_start = attrs->iota_start;
+  op->iota_step = attrs->iota_step;
+  if (!attrs->has_iota_start) {
+    if (is_float)
+      op->iota_start.f = 0.0;
+    else
+      op->iota_start.i = 0;
+  }
+  if (!attrs->has_iota_step) {
+    if (is_float)
+      op->iota_step.f = 1.0;
+    else
+      op->iota_step.i = 1;
+  }
+}
+
+fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
+                   fz_value *const *operands, const fz_attrs *attrs,
+                   fz_error *err) {
+  static const fz_attrs none;
+  if (!attrs)
+    attrs = &none;
+  if (num_operands < 0 || num_operands > 3) {
+    fz_error_set(err, FZ_ERR_INVALID, "%s: %d operands is not supported",
+                 (unsigned)code < FZ_NUM_OPCODES ? fz_op_table[code].name
+                                                 : "op",
+                 num_operands);
+    return NULL;
+  }
+  fz_type type;
+  if (fz_infer_type(f, code, num_operands, operands, attrs, &type, err))
+    return NULL;
+
+  fz_op *op = fz_arena_alloc(f->arena, sizeof *op);
+  op->code = code;
+  op->num_operands = num_operands;
+  for (int k = 0; k < num_operands; k++)
+    op->operands[k] = operands[k];
+  switch (fz_op_table[code].kind) {
+  case FZ_KIND_REDUCTION:
+    op->keepdim = attrs->keepdim;
+    /* fall through */
+  case FZ_KIND_BROADCAST:
+  case FZ_KIND_SQUEEZE:
+    op->num_dims = attrs->num_dims;
+    memcpy(op->dims, attrs->dims, sizeof op->dims[0] * (size_t)attrs->num_dims);
+    break;
+  case FZ_KIND_PERMUTE:
+    memcpy(op->perm, attrs->perm, sizeof op->perm[0] * (size_t)type.rank);
+    break;
+  case FZ_KIND_FULL:
+    op->fill = attrs->fill;
+    break;
+  case FZ_KIND_IOTA:
+    set_iota_defaults(op, attrs, type.dtype);
+    break;
+  default:
+    break;
+  }
+
+  fz_value *v = fz_arena_alloc(f->arena, sizeof *v);
+  v->kind = FZ_VALUE_RESULT;
+  v->id = f->next_value_id++;
+  v->type = type;
+  v->def = op;
+  op->result = v;
+  fz_arena_push(f->arena, (void ***)&f->ops, &f->num_ops, &f->cap_ops, op);
+  return v;
+}
+
+/* Literals are weak scalars (PyTorch's Python numbers): f64, i64 or bool,
+ * rank 0. They are not listed in the fusion; ops point at them. */
+static fz_value *literal(fz_fusion *f, fz_dtype dtype, fz_scalar value) {
+  fz_value *v = fz_arena_alloc(f->arena, sizeof *v);
+  v->kind = FZ_VALUE_LITERAL;
+  v->id = f->next_value_id++;
+  v->type.dtype = dtype;
+  fz_type_set_row_major(&v->type);
+  v->literal = value;
+  return v;
+}
+
+fz_value *fz_literal_float(fz_fusion *f, double v) {
+  return literal(f, FZ_F64, (fz_scalar){.f = v});
+}
+
+fz_value *fz_literal_int(fz_fusion *f, int64_t v) {
+  return literal(f, FZ_I64, (fz_scalar){.i = v});
+}
+
+fz_value *fz_literal_bool(fz_fusion *f, bool v) {
+  return literal(f, FZ_BOOL, (fz_scalar){.i = v ? 1 : 0});
+}
+
+/* ---- convenience wrappers ------------------------------------------------ */
+
+fz_value *fz_unary(fz_fusion *f, fz_opcode code, fz_value *a, fz_error *err) {
+  fz_value *ops[1] = {a};
+  return fz_build(f, code, 1, ops, NULL, err);
+}
+
+fz_value *fz_binary(fz_fusion *f, fz_opcode code, fz_value *a, fz_value *b,
+                    fz_error *err) {
+  fz_value *ops[2] = {a, b};
+  return fz_build(f, code, 2, ops, NULL, err);
+}
+
+fz_value *fz_ternary(fz_fusion *f, fz_opcode code, fz_value *a, fz_value *b,
+                     fz_value *c, fz_error *err) {
+  fz_value *ops[3] = {a, b, c};
+  return fz_build(f, code, 3, ops, NULL, err);
+}
+
+fz_value *fz_cast(fz_fusion *f, fz_value *a, fz_dtype dtype, fz_error *err) {
+  fz_type target = {.dtype = dtype};
+  fz_attrs attrs = {.shape = &target};
+  return fz_build(f, FZ_OP_CAST, 1, &a, &attrs, err);
+}
+
+/* Copies dims into attrs, rejecting counts that do not fit. */
+static bool pack_dims(fz_attrs *attrs, const char *op, int num_dims,
+                      const int *dims, fz_error *err) {
+  if (num_dims < 0 || num_dims > FZ_MAX_RANK || (num_dims > 0 && !dims)) {
+    fz_error_set(err, FZ_ERR_INVALID, "%s: invalid dims (count %d)", op,
+                 num_dims);
+    return false;
+  }
+  attrs->num_dims = num_dims;
+  if (num_dims > 0)
+    memcpy(attrs->dims, dims, sizeof dims[0] * (size_t)num_dims);
+  return true;
+}
+
+fz_value *fz_reduce(fz_fusion *f, fz_opcode code, fz_value *a, int num_dims,
+                    const int *dims, bool keepdim, fz_error *err) {
+  fz_attrs attrs = {.keepdim = keepdim};
+  const char *name =
+      (unsigned)code < FZ_NUM_OPCODES ? fz_op_table[code].name : "reduce";
+  if (!pack_dims(&attrs, name, num_dims, dims, err))
+    return NULL;
+  if ((unsigned)code < FZ_NUM_OPCODES &&
+      fz_op_table[code].kind != FZ_KIND_REDUCTION) {
+    fz_error_set(err, FZ_ERR_INVALID, "%s is not a reduction", name);
+    return NULL;
+  }
+  return fz_build(f, code, 1, &a, &attrs, err);
+}
+
+fz_value *fz_broadcast(fz_fusion *f, fz_value *a, int num_dims,
+                       const int *dims, fz_error *err) {
+  fz_attrs attrs = {0};
+  if (!pack_dims(&attrs, "broadcast", num_dims, dims, err))
+    return NULL;
+  return fz_build(f, FZ_OP_BROADCAST, 1, &a, &attrs, err);
+}
+
+fz_value *fz_squeeze(fz_fusion *f, fz_value *a, int num_dims, const int *dims,
+                     fz_error *err) {
+  fz_attrs attrs = {0};
+  if (!pack_dims(&attrs, "squeeze", num_dims, dims, err))
+    return NULL;
+  return fz_build(f, FZ_OP_SQUEEZE, 1, &a, &attrs, err);
+}
+
+fz_value *fz_expand(fz_fusion *f, fz_value *a, const fz_type *shape,
+                    fz_error *err) {
+  fz_attrs attrs = {.shape = shape};
+  return fz_build(f, FZ_OP_EXPAND, 1, &a, &attrs, err);
+}
+
+fz_value *fz_permute(fz_fusion *f, fz_value *a, const int *perm,
+                     fz_error *err) {
+  fz_attrs attrs = {0};
+  int rank = a ? a->type.rank : 0;
+  if (rank > 0 && !perm) {
+    fz_error_set(err, FZ_ERR_INVALID, "permute: perm is NULL");
+    return NULL;
+  }
+  if (rank > 0 && rank <= FZ_MAX_RANK)
+    memcpy(attrs.perm, perm, sizeof perm[0] * (size_t)rank);
+  return fz_build(f, FZ_OP_PERMUTE, 1, &a, &attrs, err);
+}
+
+fz_value *fz_reshape(fz_fusion *f, fz_value *a, const fz_type *shape,
+                     fz_error *err) {
+  fz_attrs attrs = {.shape = shape};
+  return fz_build(f, FZ_OP_RESHAPE, 1, &a, &attrs, err);
+}
+
+fz_value *fz_set(fz_fusion *f, fz_value *a, fz_error *err) {
+  return fz_build(f, FZ_OP_SET, 1, &a, NULL, err);
+}
+
+fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
+                  fz_error *err) {
+  fz_attrs attrs = {.shape = shape, .fill = fill};
+  return fz_build(f, FZ_OP_FULL, 0, NULL, &attrs, err);
+}
+
+fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,
+                              const bool *contiguous, fz_error *err) {
+  if (!value || (!alloc_order && value->type.rank > 0))
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_value_set_layout: value or alloc_order is NULL");
+  fz_type t = value->type;
+  t.has_layout = true;
+  for (int i = 0; i < t.rank; i++) {
+    t.alloc_order[i] = alloc_order[i];
+    t.contiguous[i] = contiguous ? contiguous[i] : true;
+  }
+  char what[64];
+  if (value->name)
+    snprintf(what, sizeof what, "%%%s", value->name);
+  else
+    snprintf(what, sizeof what, "%%%d", value->id);
+  fz_status st = fz_check_layout(&t, what, err);
+  if (st)
+    return st;
+  value->type = t;
+  return FZ_OK;
+}

@@ -1,0 +1,596 @@
+/* infer.c - the shape and dtype rules of every op, in one place.
+ *
+ * fz_infer_type computes an op's result type from its operands and
+ * attributes, or explains in one sentence why the operands do not fit. The
+ * builder calls it before creating anything, and the verifier calls it on
+ * every existing op and compares with the stored result type, so the two
+ * can never disagree about what an op means. Rules are dispatched on the
+ * op's kind from ops.def; dtype rules come from promote.c.
+ *
+ * Messages start with the op keyword and name operands by position and
+ * axes by index: "add: operand 1 axis 0 has extent 128 but operand 0 has
+ * extent 64". The helpers that format types for messages live here too, so
+ * that the verifier and the parser can say what they expected.
+ */
+#include "fz/ir.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- formatting for messages ------------------------------------------- */
+
+const char *fz_format_extent(const fz_fusion *f, fz_extent e, char *buf,
+                             size_t size) {
+  if (e.symbol < 0)
+    snprintf(buf, size, "%" PRId64, e.value);
+  else if (!f || e.symbol >= f->num_symbols)
+    snprintf(buf, size, "<symbol %d>", (int)e.symbol);
+  else if (f->symbols[e.symbol].name)
+    snprintf(buf, size, "%s", f->symbols[e.symbol].name);
+  else
+    snprintf(buf, size, "?");
+  return buf;
+}
+
+static const char *format_axis(const fz_fusion *f, const fz_axis *a,
+                               char *buf, size_t size) {
+  char e[64];
+  if (a->kind == FZ_AXIS_BROADCAST && a->expanded)
+    snprintf(buf, size, "b1->%s",
+             fz_format_extent(f, a->expanded_to, e, sizeof e));
+  else if (a->kind == FZ_AXIS_BROADCAST)
+    snprintf(buf, size, "b1");
+  else if (a->kind == FZ_AXIS_REDUCE)
+    snprintf(buf, size, "r%s", fz_format_extent(f, a->extent, e, sizeof e));
+  else
+    fz_format_extent(f, a->extent, buf, size);
+  return buf;
+}
+
+const char *fz_format_type(const fz_fusion *f, const fz_type *t, char *buf,
+                           size_t size) {
+  size_t n = (size_t)snprintf(buf, size, "%s", fz_dtype_name(t->dtype));
+  if (t->rank <= 0 || t->rank > FZ_MAX_RANK)
+    return buf;
+  for (int i = 0; i < t->rank && n < size; i++) {
+    char a[80];
+    n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "[",
+                          format_axis(f, &t->axes[i], a, sizeof a));
+  }
+  if (n < size)
+    snprintf(buf + n, size - n, "]");
+  return buf;
+}
+
+/* ---- type checks ------------------------------------------------------- */
+
+static fz_status check_extent(const fz_fusion *f, fz_extent e,
+                              const char *what, int axis, fz_error *err) {
+  if (e.symbol >= 0 && e.symbol >= f->num_symbols)
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s axis %d uses symbol %d but the fusion has %d "
+                        "symbols",
+                        what, axis, (int)e.symbol, f->num_symbols);
+  if (e.symbol < 0 && e.value < 0)
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s axis %d has negative extent %" PRId64, what, axis,
+                        e.value);
+  return FZ_OK;
+}
+
+fz_status fz_check_type(const fz_fusion *f, const fz_type *t,
+                        const char *what, fz_error *err) {
+  if ((unsigned)t->dtype >= FZ_NUM_DTYPES)
+    return fz_error_set(err, FZ_ERR_INVALID, "%s has invalid dtype %d", what,
+                        (int)t->dtype);
+  if (t->rank < 0 || t->rank > FZ_MAX_RANK)
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s has rank %d, outside [0, %d]", what, t->rank,
+                        FZ_MAX_RANK);
+  for (int i = 0; i < t->rank; i++) {
+    const fz_axis *a = &t->axes[i];
+    fz_status st;
+    switch (a->kind) {
+    case FZ_AXIS_ITER:
+      if (a->expanded)
+        return fz_error_set(err, FZ_ERR_INVALID,
+                            "%s axis %d is marked expanded but is not a "
+                            "broadcast axis",
+                            what, i);
+      if ((st = check_extent(f, a->extent, what, i, err)))
+        return st;
+      break;
+    case FZ_AXIS_BROADCAST:
+      if (a->extent.symbol >= 0 || a->extent.value != 1)
+        return fz_error_set(err, FZ_ERR_INVALID,
+                            "%s axis %d is a broadcast axis whose extent is "
+                            "not the constant 1",
+                            what, i);
+      if (a->expanded && (st = check_extent(f, a->expanded_to, what, i, err)))
+        return st;
+      break;
+    case FZ_AXIS_REDUCE:
+      return fz_error_set(err, FZ_ERR_INVALID,
+                          "%s axis %d is a reduction axis; only kernel plans "
+                          "carry those, values never do",
+                          what, i);
+    default:
+      return fz_error_set(err, FZ_ERR_INVALID,
+                          "%s axis %d has invalid kind %d", what, i,
+                          (int)a->kind);
+    }
+  }
+  return FZ_OK;
+}
+
+fz_status fz_check_layout(const fz_type *t, const char *what, fz_error *err) {
+  if (!t->has_layout)
+    return FZ_OK;
+  bool seen[FZ_MAX_RANK] = {0};
+  for (int i = 0; i < t->rank; i++) {
+    int p = t->alloc_order[i];
+    if (p < 0 || p >= t->rank || seen[p])
+      return fz_error_set(err, FZ_ERR_INVALID,
+                          "%s layout is not a permutation of its %d axes "
+                          "(position %d is %d)",
+                          what, t->rank, i, p);
+    seen[p] = true;
+  }
+  return FZ_OK;
+}
+
+static bool axis_equal(const fz_axis *a, const fz_axis *b) {
+  if (a->kind != b->kind)
+    return false;
+  if (a->kind != FZ_AXIS_BROADCAST)
+    return fz_extent_equal(a->extent, b->extent);
+  if (a->expanded != b->expanded)
+    return false;
+  return !a->expanded || fz_extent_equal(a->expanded_to, b->expanded_to);
+}
+
+bool fz_type_same_shape(const fz_type *a, const fz_type *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank)
+    return false;
+  for (int i = 0; i < a->rank; i++)
+    if (!axis_equal(&a->axes[i], &b->axes[i]))
+      return false;
+  return true;
+}
+
+/* ---- helpers for the rules ---------------------------------------------- */
+
+typedef struct infer_ctx {
+  const fz_fusion *f;
+  const char *op; /* keyword, for messages */
+  fz_error *err;
+} infer_ctx;
+
+static fz_status fail(infer_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static fz_status fail(infer_ctx *c, const char *fmt, ...) {
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fz_error_set(c->err, FZ_ERR_INVALID, "%s: %s", c->op, msg);
+}
+
+static bool is_b1(const fz_axis *a) {
+  return a->kind == FZ_AXIS_BROADCAST && !a->expanded;
+}
+
+static fz_axis b1_axis(void) {
+  return (fz_axis){.kind = FZ_AXIS_BROADCAST, .extent = fz_const_extent(1)};
+}
+
+/* Sorted, unique, within [0, limit). */
+static fz_status check_dims(infer_ctx *c, int num_dims, const int *dims,
+                            int limit, const char *against) {
+  if (num_dims < 0 || num_dims > FZ_MAX_RANK)
+    return fail(c, "has %d dims, outside [0, %d]", num_dims, FZ_MAX_RANK);
+  for (int i = 0; i < num_dims; i++) {
+    if (dims[i] < 0 || dims[i] >= limit)
+      return fail(c, "dim %d is out of range for %s of rank %d", dims[i],
+                  against, limit);
+    if (i > 0 && dims[i] <= dims[i - 1])
+      return fail(c, "dims must be sorted and unique, but %d follows %d",
+                  dims[i], dims[i - 1]);
+  }
+  return FZ_OK;
+}
+
+static fz_status need_shape(infer_ctx *c, const fz_attrs *attrs,
+                            const char *what) {
+  if (!attrs->shape)
+    return fail(c, "needs a %s (attrs->shape is NULL)", what);
+  char what_buf[96];
+  snprintf(what_buf, sizeof what_buf, "%s: %s", c->op, what);
+  return fz_check_type(c->f, attrs->shape, what_buf, c->err);
+}
+
+/* ---- the rules, by kind ------------------------------------------------- */
+
+/* Unary, binary and ternary ops: rank-0 operands broadcast; the others
+ * must agree axis by axis, with an unexpanded broadcast axis stretching to
+ * the other operands' extent. */
+static fz_status infer_pointwise_shape(infer_ctx *c, int n,
+                                       fz_value *const *ops, fz_type *out) {
+  int ref = -1;
+  for (int k = 0; k < n; k++) {
+    if (ops[k]->type.rank == 0)
+      continue;
+    if (ref < 0)
+      ref = k;
+    else if (ops[k]->type.rank != ops[ref]->type.rank)
+      return fail(c,
+                  "operand %d has rank %d but operand %d has rank %d (only "
+                  "rank-0 operands broadcast implicitly)",
+                  k, ops[k]->type.rank, ref, ops[ref]->type.rank);
+  }
+  out->rank = ref < 0 ? 0 : ops[ref]->type.rank;
+  for (int i = 0; i < out->rank; i++) {
+    int src = -1;
+    bool all_expanded = true;
+    for (int k = 0; k < n; k++) {
+      if (ops[k]->type.rank == 0)
+        continue;
+      const fz_axis *a = &ops[k]->type.axes[i];
+      if (is_b1(a)) {
+        all_expanded = false;
+        continue;
+      }
+      if (a->kind != FZ_AXIS_BROADCAST)
+        all_expanded = false;
+      if (src < 0) {
+        src = k;
+      } else {
+        fz_extent e = fz_axis_extent(a);
+        fz_extent want = fz_axis_extent(&ops[src]->type.axes[i]);
+        if (!fz_extent_equal(e, want)) {
+          char b1[64], b2[64];
+          return fail(c, "operand %d axis %d has extent %s but operand %d "
+                         "has extent %s",
+                      k, i, fz_format_extent(c->f, e, b1, sizeof b1), src,
+                      fz_format_extent(c->f, want, b2, sizeof b2));
+        }
+      }
+    }
+    if (src < 0) {
+      out->axes[i] = b1_axis();
+    } else if (all_expanded) {
+      out->axes[i] = ops[src]->type.axes[i];
+    } else {
+      out->axes[i] = (fz_axis){.kind = FZ_AXIS_ITER,
+                               .extent =
+                                   fz_axis_extent(&ops[src]->type.axes[i])};
+    }
+  }
+  return FZ_OK;
+}
+
+static fz_status infer_pointwise(infer_ctx *c, fz_opcode code, int n,
+                                 fz_value *const *ops, fz_type *out) {
+  fz_status st = infer_pointwise_shape(c, n, ops, out);
+  if (st)
+    return st;
+  fz_value *const *promoted_ops = ops;
+  int num_promoted = n;
+  if (code == FZ_OP_WHERE) {
+    if (ops[0]->type.dtype != FZ_BOOL)
+      return fail(c, "condition (operand 0) must be bool, not %s",
+                  fz_dtype_name(ops[0]->type.dtype));
+    promoted_ops = ops + 1;
+    num_promoted = n - 1;
+  }
+  fz_dtype p = fz_promote(num_promoted, promoted_ops);
+  if (p == FZ_BOOL && (code == FZ_OP_NEG || code == FZ_OP_ABS))
+    return fail(c, "is not defined on bool (use not for logical negation)");
+  if (p == FZ_BOOL && code == FZ_OP_SUB)
+    return fail(c, "subtraction of bool values is not supported (as in "
+                   "PyTorch); use ne or a cast");
+  out->dtype = fz_op_result_dtype(code, p);
+  return FZ_OK;
+}
+
+static fz_status infer_reduction(infer_ctx *c, fz_opcode code,
+                                 const fz_value *a, const fz_attrs *attrs,
+                                 fz_type *out) {
+  if (attrs->num_dims == 0)
+    return fail(c, "needs at least one dim to reduce");
+  fz_status st =
+      check_dims(c, attrs->num_dims, attrs->dims, a->type.rank, "an operand");
+  if (st)
+    return st;
+  int d = 0;
+  out->rank = 0;
+  for (int i = 0; i < a->type.rank; i++) {
+    bool reduced = d < attrs->num_dims && attrs->dims[d] == i;
+    d += reduced;
+    if (!reduced)
+      out->axes[out->rank++] = a->type.axes[i];
+    else if (attrs->keepdim)
+      out->axes[out->rank++] = b1_axis();
+  }
+  fz_value *const operands[1] = {(fz_value *)a};
+  out->dtype = fz_op_result_dtype(code, fz_promote(1, operands));
+  return FZ_OK;
+}
+
+static fz_status infer_broadcast(infer_ctx *c, const fz_value *a,
+                                 const fz_attrs *attrs, fz_type *out) {
+  int rank = a->type.rank + attrs->num_dims;
+  if (attrs->num_dims < 0 || rank > FZ_MAX_RANK)
+    return fail(c, "result would have rank %d, more than %d", rank,
+                FZ_MAX_RANK);
+  fz_status st = check_dims(c, attrs->num_dims, attrs->dims, rank,
+                            "the result");
+  if (st)
+    return st;
+  out->dtype = a->type.dtype;
+  out->rank = rank;
+  int d = 0, k = 0;
+  for (int i = 0; i < rank; i++) {
+    if (d < attrs->num_dims && attrs->dims[d] == i) {
+      out->axes[i] = b1_axis();
+      d++;
+    } else {
+      out->axes[i] = a->type.axes[k++];
+    }
+  }
+  return FZ_OK;
+}
+
+static fz_status infer_squeeze(infer_ctx *c, const fz_value *a,
+                               const fz_attrs *attrs, fz_type *out) {
+  fz_status st =
+      check_dims(c, attrs->num_dims, attrs->dims, a->type.rank, "an operand");
+  if (st)
+    return st;
+  out->dtype = a->type.dtype;
+  out->rank = 0;
+  int d = 0;
+  for (int i = 0; i < a->type.rank; i++) {
+    const fz_axis *ax = &a->type.axes[i];
+    if (!(d < attrs->num_dims && attrs->dims[d] == i)) {
+      out->axes[out->rank++] = *ax;
+      continue;
+    }
+    d++;
+    if (is_b1(ax))
+      continue;
+    if (ax->kind == FZ_AXIS_ITER && ax->extent.symbol < 0 &&
+        ax->extent.value == 1)
+      continue;
+    char buf[80];
+    if (ax->kind == FZ_AXIS_BROADCAST)
+      return fail(c, "operand axis %d is an expanded broadcast (%s) and "
+                     "cannot be squeezed",
+                  i, format_axis(c->f, ax, buf, sizeof buf));
+    return fail(c, "operand axis %d has extent %s; only b1 axes and "
+                   "axes of constant extent 1 can be squeezed",
+                i, format_axis(c->f, ax, buf, sizeof buf));
+  }
+  return FZ_OK;
+}
+
+static fz_status infer_expand(infer_ctx *c, const fz_value *a,
+                              const fz_attrs *attrs, fz_type *out) {
+  fz_status st = need_shape(c, attrs, "target shape");
+  if (st)
+    return st;
+  const fz_type *s = attrs->shape;
+  if (s->rank != a->type.rank)
+    return fail(c, "target has rank %d but the operand has rank %d", s->rank,
+                a->type.rank);
+  out->dtype = a->type.dtype;
+  out->rank = s->rank;
+  for (int i = 0; i < s->rank; i++) {
+    const fz_axis *from = &a->type.axes[i], *to = &s->axes[i];
+    bool ok = is_b1(from) ? to->kind == FZ_AXIS_BROADCAST
+                          : axis_equal(from, to);
+    if (!ok) {
+      char b1[80], b2[80];
+      format_axis(c->f, from, b1, sizeof b1);
+      format_axis(c->f, to, b2, sizeof b2);
+      if (is_b1(from))
+        return fail(c, "target axis %d is %s but an expanded b1 axis must be "
+                       "written b1->%s",
+                    i, b2, b2);
+      return fail(c, "target axis %d is %s but operand axis %d is %s; only "
+                     "b1 axes can be expanded",
+                  i, b2, i, b1);
+    }
+    out->axes[i] = *to;
+  }
+  return FZ_OK;
+}
+
+static fz_status infer_permute(infer_ctx *c, const fz_value *a,
+                               const fz_attrs *attrs, fz_type *out) {
+  bool seen[FZ_MAX_RANK] = {0};
+  out->dtype = a->type.dtype;
+  out->rank = a->type.rank;
+  for (int i = 0; i < a->type.rank; i++) {
+    int p = attrs->perm[i];
+    if (p < 0 || p >= a->type.rank)
+      return fail(c, "perm entry %d is %d, out of range for an operand of "
+                     "rank %d",
+                  i, p, a->type.rank);
+    if (seen[p])
+      return fail(c, "perm is not a permutation: axis %d appears twice", p);
+    seen[p] = true;
+    out->axes[i] = a->type.axes[p];
+  }
+  return FZ_OK;
+}
+
+/* The element count of a shape as (product of constants) times (a sorted
+ * list of symbols): two counts are provably equal when both parts are, or
+ * when both constant parts are zero. */
+typedef struct count {
+  int64_t constant;
+  bool overflow;
+  int num_symbols;
+  int32_t symbols[FZ_MAX_RANK];
+} count;
+
+static int cmp_i32(const void *x, const void *y) {
+  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+  return (a > b) - (a < b);
+}
+
+static count count_elements(const fz_type *t) {
+  count n = {.constant = 1};
+  for (int i = 0; i < t->rank; i++) {
+    fz_extent e = fz_axis_extent(&t->axes[i]);
+    if (e.symbol >= 0) {
+      n.symbols[n.num_symbols++] = e.symbol;
+    } else if (e.value != 0 && n.constant > INT64_MAX / e.value) {
+      n.overflow = true;
+    } else {
+      n.constant *= e.value;
+    }
+  }
+  qsort(n.symbols, (size_t)n.num_symbols, sizeof n.symbols[0], cmp_i32);
+  return n;
+}
+
+static bool counts_equal(const count *a, const count *b) {
+  if (a->constant == 0 && b->constant == 0)
+    return true;
+  if (a->constant != b->constant || a->num_symbols != b->num_symbols)
+    return false;
+  for (int i = 0; i < a->num_symbols; i++)
+    if (a->symbols[i] != b->symbols[i])
+      return false;
+  return true;
+}
+
+static void format_count(const fz_fusion *f, const count *n, char *buf,
+                         size_t size) {
+  size_t len = (size_t)snprintf(buf, size, "%" PRId64, n->constant);
+  for (int i = 0; i < n->num_symbols && len < size; i++) {
+    char e[64];
+    len += (size_t)snprintf(
+        buf + len, size - len, "*%s",
+        fz_format_extent(f, fz_symbol_extent(n->symbols[i]), e, sizeof e));
+  }
+}
+
+static fz_status infer_reshape(infer_ctx *c, const fz_value *a,
+                               const fz_attrs *attrs, fz_type *out) {
+  fz_status st = need_shape(c, attrs, "target shape");
+  if (st)
+    return st;
+  const fz_type *s = attrs->shape;
+  for (int i = 0; i < s->rank; i++)
+    if (s->axes[i].kind == FZ_AXIS_BROADCAST && s->axes[i].expanded)
+      return fail(c, "target axis %d is an expanded broadcast; a reshape "
+                     "target may only use plain extents and b1",
+                  i);
+  count from = count_elements(&a->type), to = count_elements(s);
+  if (from.overflow || to.overflow)
+    return fail(c, "the element count overflows 64 bits");
+  if (!counts_equal(&from, &to)) {
+    char t1[256], t2[256], n1[128], n2[128];
+    format_count(c->f, &from, n1, sizeof n1);
+    format_count(c->f, &to, n2, sizeof n2);
+    return fail(c, "cannot prove the element counts equal: operand %s has "
+                   "%s elements, target %s has %s",
+                fz_format_type(c->f, &a->type, t1, sizeof t1), n1,
+                fz_format_type(c->f, s, t2, sizeof t2), n2);
+  }
+  out->dtype = a->type.dtype;
+  out->rank = s->rank;
+  memcpy(out->axes, s->axes, sizeof out->axes[0] * (size_t)s->rank);
+  return FZ_OK;
+}
+
+static fz_status infer_full(infer_ctx *c, fz_opcode code,
+                            const fz_attrs *attrs, fz_type *out) {
+  fz_status st = need_shape(c, attrs, "result shape");
+  if (st)
+    return st;
+  const fz_type *s = attrs->shape;
+  if (code == FZ_OP_IOTA) {
+    if (s->rank != 1)
+      return fail(c, "result must have rank 1, not %d", s->rank);
+    if (s->dtype == FZ_BOOL)
+      return fail(c, "result dtype must be an integer or float, not bool");
+    if (s->axes[0].kind != FZ_AXIS_ITER)
+      return fail(c, "result axis must not be a broadcast axis");
+  }
+  out->dtype = s->dtype;
+  out->rank = s->rank;
+  memcpy(out->axes, s->axes, sizeof out->axes[0] * (size_t)s->rank);
+  return FZ_OK;
+}
+
+/* ---- entry point -------------------------------------------------------- */
+
+fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
+                        fz_value *const *operands, const fz_attrs *attrs,
+                        fz_type *out, fz_error *err) {
+  memset(out, 0, sizeof *out);
+  if ((unsigned)code >= FZ_NUM_OPCODES)
+    return fz_error_set(err, FZ_ERR_INVALID, "invalid opcode %d", (int)code);
+  const fz_op_info *info = &fz_op_table[code];
+  infer_ctx c = {.f = f, .op = info->name, .err = err};
+  if (num_operands != info->arity)
+    return fail(&c, "takes %d operand%s but was given %d", info->arity,
+                info->arity == 1 ? "" : "s", num_operands);
+  for (int k = 0; k < num_operands; k++)
+    if (!operands[k])
+      return fail(&c, "operand %d is NULL", k);
+  static const fz_attrs none;
+  if (!attrs)
+    attrs = &none;
+  fz_value *a = num_operands > 0 ? operands[0] : NULL;
+  switch (info->kind) {
+  case FZ_KIND_UNARY:
+  case FZ_KIND_BINARY:
+  case FZ_KIND_TERNARY:
+    return infer_pointwise(&c, code, num_operands, operands, out);
+  case FZ_KIND_CAST: {
+    if (!attrs->shape)
+      return fail(&c, "needs a target dtype (attrs->shape is NULL)");
+    if ((unsigned)attrs->shape->dtype >= FZ_NUM_DTYPES)
+      return fail(&c, "target dtype %d is invalid", (int)attrs->shape->dtype);
+    *out = a->type;
+    out->dtype = attrs->shape->dtype;
+    break;
+  }
+  case FZ_KIND_REDUCTION:
+    return infer_reduction(&c, code, a, attrs, out);
+  case FZ_KIND_BROADCAST:
+    return infer_broadcast(&c, a, attrs, out);
+  case FZ_KIND_SQUEEZE:
+    return infer_squeeze(&c, a, attrs, out);
+  case FZ_KIND_EXPAND:
+    return infer_expand(&c, a, attrs, out);
+  case FZ_KIND_PERMUTE:
+    return infer_permute(&c, a, attrs, out);
+  case FZ_KIND_RESHAPE:
+    return infer_reshape(&c, a, attrs, out);
+  case FZ_KIND_SET:
+    *out = a->type;
+    break;
+  case FZ_KIND_FULL:
+  case FZ_KIND_IOTA:
+    return infer_full(&c, code, attrs, out);
+  }
+  /* Results start without a declared layout. */
+  out->has_layout = false;
+  memset(out->alloc_order, 0, sizeof out->alloc_order);
+  memset(out->contiguous, 0, sizeof out->contiguous);
+  return FZ_OK;
+}

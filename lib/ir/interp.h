@@ -1,0 +1,165 @@
+/* interp.h - private to the reference interpreter (lib/ir/interp*.c).
+ *
+ * interp_scalar.c holds what one element means: rounding to each dtype,
+ * conversions, and the math of every pointwise op. interp_bind.c binds
+ * symbols from input sizes and checks arguments. interp_rows.c moves
+ * elements: views, loop nests, and loading/storing rows with dtype
+ * conversion. interp_ops.c says what each op does to views; interp.c
+ * allocates buffers and runs the ops in order.
+ */
+#ifndef FZ_IR_INTERP_H
+#define FZ_IR_INTERP_H
+
+#include "fz/ir.h"
+
+/* ---- interp_scalar.c ----------------------------------------------------- */
+
+/* An integer converted to a float dtype, rounded once (to nearest even), as
+ * cvt.rn does: no double rounding through f64 for |v| >= 2^53. */
+double fz_interp_int_to_float(int64_t v, fz_dtype dtype);
+/* A float converted to an integer dtype or bool: truncation toward zero,
+ * saturation to the dtype's range, NaN -> 0 (cvt.rzi.sat); bool is != 0. */
+int64_t fz_interp_float_to_int(double v, fz_dtype dtype);
+/* An integer narrowed to an integer dtype (two's complement wrap) or bool. */
+int64_t fz_interp_wrap_int(int64_t v, fz_dtype dtype);
+/* Pointwise math on operands already converted to the compute dtype. The
+ * float form returns an unrounded double (comparisons give 0 or 1). */
+double fz_interp_float_op(fz_opcode code, double a, double b, double c);
+int64_t fz_interp_int_op(fz_opcode code, int64_t a, int64_t b, int64_t c);
+
+/* ---- interp_bind.c ------------------------------------------------------- */
+
+/* "%name", or "%<id>" for a value without a name (as the builder says). */
+const char *fz_interp_label(const fz_value *v, char *buf, size_t size);
+/* Sizes of v's axes under the bindings; fails if a symbol is unbound. */
+fz_status fz_interp_value_sizes(const fz_fusion *f, const fz_value *v,
+                                const fz_bindings *b, int64_t *sizes,
+                                fz_error *err);
+/* Product of sizes; false if it overflows int64 or a size is negative. */
+bool fz_interp_count(int rank, const int64_t *sizes, int64_t *count);
+/* Checks outputs against the fusion's (dtype, rank, sizes) and that every
+ * tensor with elements has data, before anything is written. */
+fz_status fz_interp_check_args(const fz_fusion *f, const fz_bindings *b,
+                               const fz_host_tensor *inputs, int num_inputs,
+                               const fz_host_tensor *outputs, int num_outputs,
+                               fz_error *err);
+
+/* ---- interp_rows.c: views, loop nests, rows ------------------------------ */
+
+/* A dense buffer shared by views, freed with its last reference. Elements
+ * are fz_scalar: .f for float dtypes, .i for integers and bool. */
+typedef struct fz_ibuf {
+  fz_scalar *data;
+  int refs;
+} fz_ibuf;
+
+typedef enum fz_istorage {
+  FZ_IST_DENSE,  /* an fz_ibuf */
+  FZ_IST_HOST,   /* caller memory in the dtype's own representation */
+  FZ_IST_SCALAR, /* one inline value (a literal) */
+} fz_istorage;
+
+/* A value's elements: storage plus sizes and strides in elements. */
+typedef struct fz_iview {
+  bool live;
+  fz_istorage st;
+  fz_dtype dtype;
+  void *data;     /* DENSE: buf->data; HOST: the caller's pointer */
+  int64_t offset; /* element offset of index (0, ..., 0) */
+  int rank;
+  int64_t sizes[FZ_MAX_RANK];
+  int64_t strides[FZ_MAX_RANK];
+  fz_scalar scalar; /* SCALAR */
+  fz_ibuf *buf;     /* DENSE: one reference held by this view */
+} fz_iview;
+
+/* Elements a loop body handles at once; rows are cut into chunks of it. */
+#define FZ_IROW 256
+#define FZ_IMAX_TENSORS 4
+
+/* A loop nest over one shape, walking up to FZ_IMAX_TENSORS tensors, each
+ * with its own base offset and strides. */
+typedef struct fz_iloops {
+  int rank, n;
+  int64_t sizes[FZ_MAX_RANK];
+  int64_t base[FZ_IMAX_TENSORS];
+  int64_t strides[FZ_IMAX_TENSORS][FZ_MAX_RANK];
+} fz_iloops;
+
+/* Walks a loop nest one chunk (at most FZ_IROW elements of the innermost
+ * axis) at a time: off[k] is tensor k's offset of the chunk's first
+ * element, step[k] its stride along the chunk, len its length. */
+typedef struct fz_icursor {
+  const fz_iloops *l;
+  int64_t idx[FZ_MAX_RANK];
+  int64_t row[FZ_IMAX_TENSORS]; /* offsets of the current row's start */
+  int64_t rows_left, col, len;
+  int64_t off[FZ_IMAX_TENSORS], step[FZ_IMAX_TENSORS];
+} fz_icursor;
+
+void fz_iloops_init(fz_iloops *l, int rank, const int64_t *sizes);
+int fz_iloops_add(fz_iloops *l, int64_t base, const int64_t *strides);
+/* Reorders the axes so that tensor `guide` (or none, if < 0) is walked in
+ * memory order, drops size-1 axes and merges axes that are contiguous in
+ * every tensor. Iteration order is all that changes. */
+void fz_iloops_optimize(fz_iloops *l, int guide);
+void fz_icursor_start(fz_icursor *c, const fz_iloops *l);
+bool fz_icursor_next(fz_icursor *c);
+
+/* The axis order (outermost first) that walks a tensor with these strides
+ * in memory order: by decreasing |stride|, ties in logical order. */
+void fz_imemory_order(int rank, const int64_t *strides, int *order);
+/* Converts n values in place from dtype `from` (or its class) to `to`,
+ * with the interpreter's conversion rules (round, saturate, wrap). */
+void fz_iconvert(fz_scalar *x, int64_t n, fz_dtype from, fz_dtype to);
+/* n elements of v at off, off+step, ... converted to dtype `to`. */
+void fz_iload(const fz_iview *v, int64_t off, int64_t step, int64_t n,
+              fz_dtype to, fz_scalar *out);
+/* Converts vals (in place) from dtype `from` to v's dtype and stores them
+ * at off, off+step, ... of v (DENSE or HOST). */
+void fz_istore(fz_iview *v, int64_t off, int64_t step, int64_t n,
+               fz_scalar *vals, fz_dtype from);
+
+/* The dtype a row is loaded as to see its values unchanged. */
+static inline fz_dtype fz_iexact_dtype(fz_dtype d) {
+  return fz_dtype_is_float(d) ? FZ_F64 : FZ_I64;
+}
+/* Element count of a view (checked against overflow when it was made). */
+int64_t fz_iview_count(const fz_iview *v);
+
+/* ---- interp.c: the run's state, and buffers ------------------------------ */
+
+typedef struct fz_interp {
+  const fz_fusion *f;
+  const fz_bindings *b;
+  fz_iview *views; /* by value id */
+  int *last_use;   /* by value id: index of the last op that reads it */
+  fz_error *err;
+} fz_interp;
+
+/* Fails with FZ_ERR_INVALID naming the op's result: "%r = add: ...". */
+fz_status fz_interp_invalid(fz_interp *in, const fz_op *op, const char *fmt,
+                            ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Dense strides for sizes laid out in `order` (outermost first; NULL for
+ * row-major). */
+void fz_interp_dense_strides(int rank, const int64_t *sizes, const int *order,
+                             int64_t *strides);
+/* A new dense view of value v laid out in `order` (NULL: row-major),
+ * backed by `count` elements (v's own element count when count < 0).
+ * FZ_ERR_OUT_OF_MEMORY when the count overflows or malloc fails. */
+fz_status fz_interp_new_dense(fz_interp *in, const fz_value *v,
+                              const int *order, int64_t count, fz_iview *out);
+/* The view of an operand; a literal becomes a scalar view in *tmp. */
+const fz_iview *fz_interp_operand(fz_interp *in, const fz_value *v,
+                                  fz_iview *tmp);
+
+/* ---- interp_ops.c -------------------------------------------------------- */
+
+/* Evaluates op into *res (its operands' views are live). */
+fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res);
+
+#endif

@@ -1,0 +1,283 @@
+/* interp_bind.c - binding symbolic extents to sizes from the inputs, and
+ * checking the arguments of fz_interpret.
+ *
+ * Every symbol gets its value from the first input axis that uses it; any
+ * later use must agree, and so must constant extents and b1 axes (size 1).
+ * Errors name the input, the axis and, for a conflict, where the symbol
+ * was bound first, because "size mismatch" alone sends users hunting.
+ *
+ * A symbol in an op's result that no input binds is an error here, before
+ * anything runs, rather than a surprise halfway through.
+ */
+#include "interp.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *fz_interp_label(const fz_value *v, char *buf, size_t size) {
+  if (v->name)
+    snprintf(buf, size, "%%%s", v->name);
+  else
+    snprintf(buf, size, "%%%d", v->id);
+  return buf;
+}
+
+bool fz_interp_count(int rank, const int64_t *sizes, int64_t *count) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (sizes[i] < 0)
+      return false;
+    if (sizes[i] != 0 && n > INT64_MAX / sizes[i])
+      return false;
+    n *= sizes[i];
+  }
+  *count = n;
+  return true;
+}
+
+static const char *symbol_name(const fz_fusion *f, int32_t s) {
+  return f->symbols[s].name ? f->symbols[s].name : "?";
+}
+
+fz_status fz_interp_value_sizes(const fz_fusion *f, const fz_value *v,
+                                const fz_bindings *b, int64_t *sizes,
+                                fz_error *err) {
+  for (int i = 0; i < v->type.rank; i++) {
+    fz_extent e = fz_axis_extent(&v->type.axes[i]);
+    if (e.symbol < 0) {
+      sizes[i] = e.value;
+      continue;
+    }
+    if (e.symbol >= b->num_symbols || b->values[e.symbol] < 0) {
+      char l[64];
+      return fz_error_set(
+          err, FZ_ERR_ARGUMENT, "%s axis %d: symbol %s is not bound",
+          fz_interp_label(v, l, sizeof l), i,
+          e.symbol < f->num_symbols ? symbol_name(f, e.symbol) : "<invalid>");
+    }
+    sizes[i] = b->values[e.symbol];
+  }
+  return FZ_OK;
+}
+
+/* Where each symbol was bound, for messages. */
+typedef struct origin {
+  int input, axis;
+} origin;
+
+static fz_status bind_input(const fz_fusion *f, int index,
+                            const fz_host_tensor *t, int64_t *values,
+                            origin *origins, fz_error *err) {
+  const fz_value *v = f->inputs[index];
+  char l[64];
+  fz_interp_label(v, l, sizeof l);
+  if (t->dtype != v->type.dtype)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "input %d (%s): dtype %s does not match the declared "
+                        "%s",
+                        index, l, fz_dtype_name(t->dtype),
+                        fz_dtype_name(v->type.dtype));
+  if (t->rank != v->type.rank)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "input %d (%s): rank %d does not match the declared "
+                        "rank %d",
+                        index, l, t->rank, v->type.rank);
+  for (int i = 0; i < t->rank; i++) {
+    int64_t size = t->sizes[i];
+    const fz_axis *a = &v->type.axes[i];
+    if (size < 0)
+      return fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "input %d (%s) axis %d: negative size %" PRId64,
+                          index, l, i, size);
+    if (a->kind == FZ_AXIS_BROADCAST && !a->expanded) {
+      if (size != 1)
+        return fz_error_set(err, FZ_ERR_ARGUMENT,
+                            "input %d (%s) axis %d: size %" PRId64
+                            " but the axis is declared b1 (size 1)",
+                            index, l, i, size);
+      continue;
+    }
+    fz_extent e = fz_axis_extent(a);
+    if (e.symbol < 0) {
+      if (size != e.value)
+        return fz_error_set(err, FZ_ERR_ARGUMENT,
+                            "input %d (%s) axis %d: size %" PRId64
+                            " does not match the declared extent %" PRId64,
+                            index, l, i, size, e.value);
+      continue;
+    }
+    if (e.symbol >= f->num_symbols)
+      return fz_error_set(err, FZ_ERR_INVALID,
+                          "input %d (%s) axis %d uses symbol %d but the "
+                          "fusion has %d symbols",
+                          index, l, i, (int)e.symbol, f->num_symbols);
+    if (values[e.symbol] < 0) {
+      values[e.symbol] = size;
+      origins[e.symbol] = (origin){index, i};
+    } else if (values[e.symbol] != size) {
+      const origin *o = &origins[e.symbol];
+      char first[64];
+      fz_interp_label(f->inputs[o->input], first, sizeof first);
+      return fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "input %d (%s) axis %d: size %" PRId64
+                          " but symbol %s is %" PRId64
+                          " (bound by input %d (%s) axis %d)",
+                          index, l, i, size, symbol_name(f, e.symbol),
+                          values[e.symbol], o->input, first, o->axis);
+    }
+  }
+  return FZ_OK;
+}
+
+/* Every symbol in an op result must be bound by now: shape inference
+ * derives result extents from operands, except where the result's shape is
+ * given (full, iota, expand), which may name a symbol no input has. */
+static fz_status check_results(const fz_fusion *f, const int64_t *values,
+                               fz_error *err) {
+  for (int k = 0; k < f->num_ops; k++) {
+    const fz_value *v = f->ops[k]->result;
+    for (int i = 0; i < v->type.rank; i++) {
+      fz_extent e = fz_axis_extent(&v->type.axes[i]);
+      char l[64];
+      if (e.symbol >= f->num_symbols)
+        return fz_error_set(err, FZ_ERR_INVALID,
+                            "%s axis %d uses symbol %d but the fusion has "
+                            "%d symbols",
+                            fz_interp_label(v, l, sizeof l), i, (int)e.symbol,
+                            f->num_symbols);
+      if (e.symbol >= 0 && values[e.symbol] < 0)
+        return fz_error_set(err, FZ_ERR_ARGUMENT,
+                            "%s axis %d: symbol %s is not bound by any input",
+                            fz_interp_label(v, l, sizeof l), i,
+                            symbol_name(f, e.symbol));
+    }
+  }
+  return FZ_OK;
+}
+
+fz_status fz_bind_inputs(const fz_fusion *f, const fz_host_tensor *inputs,
+                         int num_inputs, fz_bindings *out, fz_error *err) {
+  if (!out)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "fz_bind_inputs: out is NULL");
+  out->num_symbols = 0;
+  out->values = NULL;
+  if (!f)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_bind_inputs: fusion is "
+                        "NULL");
+  if (num_inputs != f->num_inputs)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fusion @%s takes %d inputs but was given %d", f->name,
+                        f->num_inputs, num_inputs);
+  if (num_inputs > 0 && !inputs)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_bind_inputs: inputs is "
+                        "NULL");
+  size_t n = (size_t)(f->num_symbols > 0 ? f->num_symbols : 1);
+  int64_t *values = malloc(n * sizeof *values);
+  origin *origins = malloc(n * sizeof *origins);
+  if (!values || !origins) {
+    free(values);
+    free(origins);
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "binding %d symbols",
+                        f->num_symbols);
+  }
+  for (int s = 0; s < f->num_symbols; s++)
+    values[s] = -1;
+  fz_status st = FZ_OK;
+  for (int i = 0; i < num_inputs && !st; i++)
+    st = bind_input(f, i, &inputs[i], values, origins, err);
+  if (!st)
+    st = check_results(f, values, err);
+  free(origins);
+  if (st) {
+    free(values);
+    return st;
+  }
+  out->num_symbols = f->num_symbols;
+  out->values = values;
+  return FZ_OK;
+}
+
+void fz_bindings_free(fz_bindings *b) {
+  if (!b)
+    return;
+  free(b->values);
+  b->values = NULL;
+  b->num_symbols = 0;
+}
+
+fz_status fz_output_sizes(const fz_fusion *f, int output, const fz_bindings *b,
+                          int64_t sizes[FZ_MAX_RANK], fz_error *err) {
+  if (!f || !b || !sizes)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "fz_output_sizes: NULL argument");
+  if (output < 0 || output >= f->num_outputs)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "output %d is out of range: fusion @%s has %d "
+                        "outputs",
+                        output, f->name, f->num_outputs);
+  if (b->num_symbols != f->num_symbols)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "bindings have %d symbols but fusion @%s has %d",
+                        b->num_symbols, f->name, f->num_symbols);
+  return fz_interp_value_sizes(f, f->outputs[output], b, sizes, err);
+}
+
+/* ---- arguments of fz_interpret ------------------------------------------- */
+
+static fz_status check_tensor_data(const fz_host_tensor *t, const char *what,
+                                   int index, fz_error *err) {
+  int64_t n;
+  if (!fz_interp_count(t->rank, t->sizes, &n))
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
+                        "%s %d: the element count overflows", what, index);
+  if (n > 0 && !t->data)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "%s %d: data is NULL", what,
+                        index);
+  return FZ_OK;
+}
+
+fz_status fz_interp_check_args(const fz_fusion *f, const fz_bindings *b,
+                               const fz_host_tensor *inputs, int num_inputs,
+                               const fz_host_tensor *outputs, int num_outputs,
+                               fz_error *err) {
+  if (num_outputs != f->num_outputs)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fusion @%s has %d outputs but was given %d", f->name,
+                        f->num_outputs, num_outputs);
+  if (num_outputs > 0 && !outputs)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "fz_interpret: outputs is NULL");
+  for (int i = 0; i < num_outputs; i++) {
+    const fz_host_tensor *t = &outputs[i];
+    const fz_value *v = f->outputs[i];
+    char l[64];
+    fz_interp_label(v, l, sizeof l);
+    if (t->dtype != v->type.dtype)
+      return fz_error_set(
+          err, FZ_ERR_ARGUMENT, "output %d (%s): dtype %s but the value is %s",
+          i, l, fz_dtype_name(t->dtype), fz_dtype_name(v->type.dtype));
+    if (t->rank != v->type.rank)
+      return fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "output %d (%s): rank %d but the value has rank %d",
+                          i, l, t->rank, v->type.rank);
+    int64_t sizes[FZ_MAX_RANK];
+    fz_status st = fz_output_sizes(f, i, b, sizes, err);
+    if (st)
+      return st;
+    for (int d = 0; d < t->rank; d++)
+      if (t->sizes[d] != sizes[d])
+        return fz_error_set(err, FZ_ERR_ARGUMENT,
+                            "output %d (%s) axis %d: size %" PRId64
+                            " but the value has size %" PRId64,
+                            i, l, d, t->sizes[d], sizes[d]);
+    if ((st = check_tensor_data(t, "output", i, err)))
+      return st;
+  }
+  for (int i = 0; i < num_inputs; i++) {
+    fz_status st = check_tensor_data(&inputs[i], "input", i, err);
+    if (st)
+      return st;
+  }
+  return FZ_OK;
+}
