@@ -1,0 +1,118 @@
+/* cse.c - common-subexpression elimination.
+ *
+ * Two ops compute the same value when they have the same opcode, the same
+ * operands (the same value, or literals of equal dtype and bits), the same
+ * attributes and the same result type, layout included: a result whose
+ * layout was declared differently is a different tensor in memory, and
+ * merging it would silently move an output. Commutative ops also match
+ * with their two operands swapped (every op computes in f64 and rounds
+ * once, so a+b and b+a are bitwise equal).
+ *
+ * The sweep is quadratic in the number of ops. Fusions are tens to a few
+ * hundred ops, and a hash would need a canonical key for every attribute;
+ * the plain scan is easier to trust.
+ */
+#include "fz/ir.h"
+
+#include <string.h>
+
+static bool scalar_equal(fz_scalar a, fz_scalar b, fz_dtype dtype) {
+  if (fz_dtype_is_float(dtype)) {
+    uint64_t x, y; /* bits: -0.0 differs from 0.0, a NaN equals itself */
+    memcpy(&x, &a.f, sizeof x);
+    memcpy(&y, &b.f, sizeof y);
+    return x == y;
+  }
+  return a.i == b.i;
+}
+
+static bool operand_equal(const fz_value *a, const fz_value *b) {
+  if (a == b)
+    return true;
+  return a->kind == FZ_VALUE_LITERAL && b->kind == FZ_VALUE_LITERAL &&
+         a->type.dtype == b->type.dtype &&
+         scalar_equal(a->literal, b->literal, a->type.dtype);
+}
+
+static bool type_equal(const fz_type *a, const fz_type *b) {
+  if (!fz_type_same_shape(a, b) || a->has_layout != b->has_layout)
+    return false;
+  if (!a->has_layout)
+    return true;
+  for (int i = 0; i < a->rank; i++)
+    if (a->alloc_order[i] != b->alloc_order[i] ||
+        a->contiguous[i] != b->contiguous[i])
+      return false;
+  return true;
+}
+
+static bool operands_equal(const fz_op *a, const fz_op *b) {
+  if (a->num_operands != b->num_operands)
+    return false;
+  bool same = true;
+  for (int k = 0; k < a->num_operands; k++)
+    same = same && operand_equal(a->operands[k], b->operands[k]);
+  if (same)
+    return true;
+  if (a->num_operands == 2 && (fz_op_table[a->code].flags & FZ_F_COMMUTATIVE))
+    return operand_equal(a->operands[0], b->operands[1]) &&
+           operand_equal(a->operands[1], b->operands[0]);
+  return false;
+}
+
+/* Attributes not already captured by the result type (reshape and expand
+ * targets and cast dtypes are in the type). */
+static bool attrs_equal(const fz_op *a, const fz_op *b) {
+  fz_dtype dtype = a->result->type.dtype;
+  switch (fz_op_table[a->code].kind) {
+  case FZ_KIND_REDUCTION:
+    if (a->keepdim != b->keepdim)
+      return false;
+    /* fall through */
+  case FZ_KIND_BROADCAST:
+  case FZ_KIND_SQUEEZE:
+    return a->num_dims == b->num_dims &&
+           memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->num_dims) ==
+               0;
+  case FZ_KIND_PERMUTE:
+    return memcmp(a->perm, b->perm,
+                  sizeof a->perm[0] * (size_t)a->result->type.rank) == 0;
+  case FZ_KIND_FULL:
+    return scalar_equal(a->fill, b->fill, dtype);
+  case FZ_KIND_IOTA:
+    return scalar_equal(a->iota_start, b->iota_start, dtype) &&
+           scalar_equal(a->iota_step, b->iota_step, dtype);
+  default:
+    return true;
+  }
+}
+
+static bool ops_equal(const fz_op *a, const fz_op *b) {
+  return a->code == b->code && type_equal(&a->result->type, &b->result->type) &&
+         attrs_equal(a, b) && operands_equal(a, b);
+}
+
+bool fz_cse(fz_fusion *f) {
+  bool changed = false;
+  for (int j = 1; j < f->num_ops; j++) {
+    fz_op *later = f->ops[j];
+    if (fz_count_uses(f, later->result) == 0)
+      continue;
+    for (int i = 0; i < j; i++) {
+      if (ops_equal(f->ops[i], later)) {
+        fz_replace_uses(f, later->result, f->ops[i]->result);
+        changed = true;
+        break;
+      }
+    }
+  }
+  return changed;
+}
+
+fz_status fz_pass_cse(fz_fusion *f, fz_error *err) {
+  (void)err;
+  while (fz_cse(f))
+    ;
+  fz_remove_dead_ops(f);
+  return FZ_OK;
+}

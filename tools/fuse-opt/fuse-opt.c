@@ -1,0 +1,335 @@
+/* fuse-opt.c - the pass driver: parse a fusion, verify it, run passes,
+ * print the result at the requested stage.
+ *
+ *   fuse-opt [options] FILE|-
+ *
+ * It is what lit tests run, so its output is the text format and its
+ * failures are the library's diagnostics on stderr, unchanged. Modelled on
+ * mlir-opt: --pass lists the pipeline, --print-after-all dumps the IR after
+ * every pass under a banner a test can check in order, and
+ * --split-input-file runs each `// -----` chunk of a file as its own input
+ * (a failing chunk does not stop the others, but makes the exit code 1).
+ * Exit codes: 0 ok, 1 a fusion failed, 2 bad usage.
+ */
+#include "fuse-opt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BANNER_FMT "// -----// IR Dump After %s //----- //\n"
+#define SPLIT_MARKER "// -----"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: fuse-opt [options] FILE|-\n"
+          "\n"
+          "Parses a fusion (.fz), verifies it, runs passes and prints it.\n"
+          "\n"
+          "options:\n"
+          "  --pass=NAME[,NAME...]  run these passes in order (repeatable)\n"
+          "  --print-after-all      print the IR after every pass, after a\n"
+          "                         '// -----// IR Dump After NAME //----- //' "
+          "line\n"
+          "  --emit=STAGE           what to print at the end (default ir)\n"
+          "  --split-input-file     process each '// -----'-separated chunk "
+          "on its own\n"
+          "  --run-reference        run the reference interpreter on random "
+          "inputs and\n"
+          "                         print a checksum per output (instead of "
+          "the IR,\n"
+          "                         unless --emit is given)\n"
+          "  --seed=N               seed for --run-reference's inputs "
+          "(default 0)\n"
+          "  --arch=sm_NN           target of --emit=sched|llvm|ptx "
+          "(default sm_90)\n"
+          "  --bind=SYM=N[,...]     extent of symbol SYM for --run-reference "
+          "(default 8)\n"
+          "  --help                 print this and exit\n"
+          "\npasses:\n");
+  for (int i = 0; i < fz_pass_count(); i++)
+    fprintf(out, "  %-14s %s\n", fz_pass_at(i)->name,
+            fz_pass_at(i)->description);
+  fprintf(out, "\nstages (--emit):\n");
+  for (int i = 0; i < fo_emitter_count(); i++)
+    fprintf(out, "  %-14s %s\n", fo_emitter_at(i)->name,
+            fo_emitter_at(i)->description);
+}
+
+/* Prints "fuse-opt: error: ..." and returns the usage exit code. */
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "fuse-opt: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run 'fuse-opt --help' for usage)\n");
+  return 2;
+}
+
+static bool parse_u64(const char *s, const char *end, uint64_t *out) {
+  if (s == end || *s == '-' || *s == '+')
+    return false;
+  char buf[32];
+  if ((size_t)(end - s) >= sizeof buf)
+    return false;
+  memcpy(buf, s, (size_t)(end - s));
+  buf[end - s] = '\0';
+  char *stop;
+  errno = 0;
+  unsigned long long v = strtoull(buf, &stop, 0);
+  if (errno || *stop)
+    return false;
+  *out = v;
+  return true;
+}
+
+static int add_passes(fo_options *o, char *list) {
+  for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
+    if (!fz_pass_find(name)) {
+      char known[512] = "";
+      for (int i = 0; i < fz_pass_count(); i++) {
+        size_t len = strlen(known);
+        snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
+                 fz_pass_at(i)->name);
+      }
+      fprintf(stderr,
+              "fuse-opt: error: unknown pass '%s' (known passes: %s)\n", name,
+              known);
+      return 2;
+    }
+    if (o->num_passes == FO_MAX_PASSES)
+      return usage_error("more than %s passes", "64");
+    o->passes[o->num_passes++] = name;
+  }
+  return 0;
+}
+
+static int add_binds(fo_options *o, const char *list) {
+  const char *p = list;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    const char *end = comma ? comma : p + strlen(p);
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    uint64_t v;
+    if (!eq || eq == p || !parse_u64(eq + 1, end, &v) || v > INT64_MAX)
+      return usage_error("--bind wants SYM=N with N a non-negative integer, "
+                         "not '%s'",
+                         list);
+    if (o->num_binds == FO_MAX_BINDS)
+      return usage_error("more than %s --bind entries", "64");
+    o->binds[o->num_binds++] =
+        (fo_bind){.symbol = p, .symbol_len = (size_t)(eq - p),
+                  .value = (int64_t)v};
+    if (!comma)
+      return 0;
+    p = comma + 1;
+  }
+}
+
+/* Returns -1 to go on, else the exit code. argv strings are modified
+ * (strtok on --pass lists) and referenced by the options. */
+static int parse_args(int argc, char **argv, fo_options *o) {
+  o->emit = fo_emitter_at(0);
+  o->sm = 90;
+  for (int i = 1; i < argc; i++) {
+    char *a = argv[i];
+    int rc = 0;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strncmp(a, "--pass=", 7) == 0) {
+      rc = add_passes(o, a + 7);
+    } else if (strcmp(a, "--print-after-all") == 0) {
+      o->print_after_all = true;
+    } else if (strncmp(a, "--emit=", 7) == 0) {
+      o->emit = fo_emitter_find(a + 7);
+      o->emit_given = true;
+      if (!o->emit)
+        return usage_error("unknown stage '%s' for --emit (try --help)",
+                           a + 7);
+    } else if (strcmp(a, "--split-input-file") == 0) {
+      o->split_input_file = true;
+    } else if (strcmp(a, "--run-reference") == 0) {
+      o->run_reference = true;
+    } else if (strncmp(a, "--seed=", 7) == 0) {
+      if (!parse_u64(a + 7, a + strlen(a), &o->seed))
+        return usage_error("--seed wants a non-negative integer, not '%s'",
+                           a + 7);
+    } else if (strncmp(a, "--bind=", 7) == 0) {
+      rc = add_binds(o, a + 7);
+    } else if (strncmp(a, "--arch=", 7) == 0) {
+      uint64_t sm = 0;
+      if (strncmp(a + 7, "sm_", 3) != 0 ||
+          !parse_u64(a + 10, a + strlen(a), &sm) || sm < 70 || sm > 200)
+        return usage_error("--arch wants sm_NN (e.g. sm_90), not '%s'", a + 7);
+      o->sm = (int)sm;
+    } else if (a[0] == '-' && a[1] != '\0') {
+      return usage_error("unknown option '%s'", a);
+    } else if (o->input) {
+      return usage_error("more than one input file ('%s')", a);
+    } else {
+      o->input = a;
+    }
+    if (rc)
+      return rc;
+  }
+  if (!o->input)
+    return usage_error("%s", "no input file (use '-' for stdin)");
+  return -1;
+}
+
+/* The whole file (or stdin) in a malloc'd, NUL-terminated buffer. */
+static char *read_input(const char *path, size_t *length) {
+  FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!in) {
+    fprintf(stderr, "fuse-opt: error: cannot open '%s': %s\n", path,
+            strerror(errno));
+    return NULL;
+  }
+  size_t len = 0, cap = 1 << 16;
+  char *text = malloc(cap);
+  while (text) {
+    len += fread(text + len, 1, cap - len - 1, in);
+    if (len < cap - 1)
+      break;
+    char *grown = realloc(text, cap *= 2);
+    if (!grown)
+      free(text);
+    text = grown;
+  }
+  bool failed = ferror(in) || !text;
+  if (in != stdin)
+    fclose(in);
+  if (failed) {
+    fprintf(stderr, "fuse-opt: error: cannot read '%s'\n", path);
+    free(text);
+    return NULL;
+  }
+  text[len] = '\0';
+  *length = len;
+  return text;
+}
+
+static void print_message(const char *msg) {
+  size_t n = strlen(msg);
+  fputs(msg, stderr);
+  if (n == 0 || msg[n - 1] != '\n')
+    fputc('\n', stderr);
+}
+
+/* One fusion from start to end. Returns 0 or 1. */
+static int process(const fo_options *o, const char *filename, int first_line,
+                   const char *text, size_t length, FILE *out) {
+  fz_error err = {0};
+  fz_fusion *f = NULL;
+  if (fz_parse_at(filename, first_line, text, length, &f, &err) != FZ_OK) {
+    print_message(err.message);
+    return 1;
+  }
+  int rc = 0;
+  if (fz_verify(f, &err) != FZ_OK) {
+    fprintf(stderr, "%s:%d: error: invalid fusion @%s: ", filename,
+            first_line, f->name);
+    print_message(err.message);
+    rc = 1;
+    goto done;
+  }
+  for (int i = 0; i < o->num_passes; i++) {
+    if (fz_run_pass(f, o->passes[i], &err) != FZ_OK) {
+      fprintf(stderr, "%s:%d: error: pass '%s' failed on @%s: ", filename,
+              first_line, o->passes[i], f->name);
+      print_message(err.message);
+      rc = 1;
+      goto done;
+    }
+    if (o->print_after_all) {
+      fprintf(out, BANNER_FMT, o->passes[i]);
+      if (fo_emitter_find("ir")->emit(f, o, out, &err) != FZ_OK) {
+        print_message(err.message);
+        rc = 1;
+        goto done;
+      }
+    }
+  }
+  if (!o->run_reference || o->emit_given) {
+    if (o->emit->emit(f, o, out, &err) != FZ_OK) {
+      fprintf(stderr, "%s:%d: error: --emit=%s failed on @%s: ", filename,
+              first_line, o->emit->name, f->name);
+      print_message(err.message);
+      rc = 1;
+      goto done;
+    }
+  }
+  if (o->run_reference && fo_run_reference(f, o, out, &err) != FZ_OK) {
+    fprintf(stderr, "%s:%d: error: --run-reference failed on @%s: ",
+            filename, first_line, f->name);
+    print_message(err.message);
+    rc = 1;
+  }
+done:
+  fz_fusion_destroy(f);
+  return rc;
+}
+
+/* A line that is exactly the split marker, up to trailing blanks. */
+static bool is_split_line(const char *line, const char *end) {
+  size_t n = strlen(SPLIT_MARKER);
+  if ((size_t)(end - line) < n || memcmp(line, SPLIT_MARKER, n) != 0)
+    return false;
+  for (const char *p = line + n; p < end; p++)
+    if (*p != ' ' && *p != '\t' && *p != '\r')
+      return false;
+  return true;
+}
+
+static int process_split(const fo_options *o, const char *filename,
+                         const char *text, size_t length, FILE *out) {
+  int rc = 0, line = 1, chunk_line = 1;
+  const char *chunk = text, *p = text, *end = text + length;
+  bool first = true;
+  while (p <= end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    const char *line_end = eol ? eol : end;
+    bool split = is_split_line(p, line_end);
+    if (split || !eol) {
+      const char *chunk_end = split ? p : end;
+      if (!first)
+        fputs(SPLIT_MARKER "\n", out);
+      first = false;
+      fflush(out);
+      rc |= process(o, filename, chunk_line, chunk,
+                    (size_t)(chunk_end - chunk), out);
+      fflush(out);
+      if (!eol)
+        break;
+      chunk = eol + 1;
+      chunk_line = line + 1;
+    }
+    if (!eol)
+      break;
+    p = eol + 1;
+    line++;
+  }
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  fo_options o = {0};
+  int rc = parse_args(argc, argv, &o);
+  if (rc >= 0)
+    return rc;
+  size_t length = 0;
+  char *text = read_input(o.input, &length);
+  if (!text)
+    return 1;
+  const char *filename = strcmp(o.input, "-") == 0 ? "<stdin>" : o.input;
+  if (o.split_input_file)
+    rc = process_split(&o, filename, text, length, stdout);
+  else
+    rc = process(&o, filename, 1, text, length, stdout);
+  free(text);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "fuse-opt: error: writing the output failed\n");
+    rc = 1;
+  }
+  return rc;
+}

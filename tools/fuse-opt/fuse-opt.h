@@ -1,0 +1,73 @@
+/* fuse-opt.h - shared between the files of the fuse-opt tool: its options,
+ * the table of emitters (--emit=) and the reference runner. */
+#ifndef FUSE_OPT_H
+#define FUSE_OPT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fz/ir.h"
+
+#define FO_MAX_PASSES 64
+#define FO_MAX_BINDS 64
+
+typedef struct fo_bind {
+  const char *symbol; /* points into argv */
+  size_t symbol_len;
+  int64_t value;
+} fo_bind;
+
+struct fo_emitter;
+
+typedef struct fo_options {
+  const char *input; /* a path, or "-" for stdin */
+  const char *passes[FO_MAX_PASSES];
+  int num_passes;
+  bool print_after_all;
+  const struct fo_emitter *emit;
+  bool emit_given; /* --emit named explicitly */
+  bool split_input_file;
+  bool run_reference;
+  uint64_t seed;
+  fo_bind binds[FO_MAX_BINDS];
+  int num_binds;
+  int sm; /* --arch=sm_NN for sched/llvm/ptx (default 90) */
+} fo_options;
+
+/* ---- emit.c: what fuse-opt prints after the passes (--emit=NAME) ------- */
+
+/* An emitter writes one fusion's form at its stage to out. Adding a stage
+ * (sched, llvm, ptx) is one row in emit.c's table. */
+typedef struct fo_emitter {
+  const char *name;
+  const char *description;
+  fz_status (*emit)(fz_fusion *fusion, const fo_options *options, FILE *out,
+                    fz_error *err);
+} fo_emitter;
+
+int fo_emitter_count(void);
+const fo_emitter *fo_emitter_at(int index);
+const fo_emitter *fo_emitter_find(const char *name);
+
+/* ---- reference.c: --run-reference ------------------------------------- */
+
+/* Interprets the fusion on inputs drawn from options->seed (sizes from
+ * --bind, 8 for unbound symbols) and writes one checksum line per output. */
+/* Symbol values from --bind, 8 for the others (announced on out as a
+ * comment). malloc'd; NULL when out of memory. */
+int64_t *fo_bind_symbols(const fz_fusion *fusion, const fo_options *options,
+                         FILE *out);
+
+/* ---- stages.c: --emit=sched, llvm, ptx --------------------------------- */
+
+fz_status fo_emit_sched(fz_fusion *fusion, const fo_options *options,
+                        FILE *out, fz_error *err);
+fz_status fo_emit_llvm(fz_fusion *fusion, const fo_options *options, FILE *out,
+                       fz_error *err);
+fz_status fo_emit_ptx(fz_fusion *fusion, const fo_options *options, FILE *out,
+                      fz_error *err);
+
+fz_status fo_run_reference(const fz_fusion *fusion, const fo_options *options,
+                           FILE *out, fz_error *err);
+
+#endif
