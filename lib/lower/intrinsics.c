@@ -1,0 +1,65 @@
+/* intrinsics.c - the calls lowering makes into LLVM and libdevice.
+ *
+ * Three kinds, behind one small interface so the rest of lib/lower never
+ * spells an intrinsic ID: NVPTX special registers (thread and block
+ * indices), target-independent llvm.* intrinsics (llvm.maximum, llvm.fabs,
+ * llvm.fptosi.sat...), looked up by name because the C API has no enum of
+ * intrinsic IDs, and libdevice's __nv_* functions, declared here as
+ * external and defined later when lib/nvptx links libdevice.10.bc.
+ */
+#include "emit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+LLVMValueRef fz_emit_intrinsic(fz_emit *e, const char *name,
+                               LLVMTypeRef *overloads, int num_overloads,
+                               LLVMValueRef *args, int num_args) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (id == 0)
+    return fz_emit_fail(e, FZ_ERR_INTERNAL, "LLVM has no intrinsic %s", name);
+  LLVMValueRef fn =
+      LLVMGetIntrinsicDeclaration(e->mod, id, overloads, (size_t)num_overloads);
+  LLVMTypeRef fty =
+      LLVMIntrinsicGetType(e->ctx, id, overloads, (size_t)num_overloads);
+  return LLVMBuildCall2(e->b, fty, fn, args, (unsigned)num_args, "");
+}
+
+LLVMValueRef fz_emit_intrinsic1(fz_emit *e, const char *name, LLVMValueRef a) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  return fz_emit_intrinsic(e, name, &t, 1, &a, 1);
+}
+
+LLVMValueRef fz_emit_intrinsic2(fz_emit *e, const char *name, LLVMValueRef a,
+                                LLVMValueRef b) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef args[2] = {a, b};
+  return fz_emit_intrinsic(e, name, &t, 1, args, 2);
+}
+
+LLVMValueRef fz_emit_sreg(fz_emit *e, const char *name) {
+  char full[64];
+  snprintf(full, sizeof full, "llvm.nvvm.read.ptx.sreg.%s", name);
+  return fz_emit_intrinsic(e, full, NULL, 0, NULL, 0);
+}
+
+LLVMValueRef fz_emit_libdevice(fz_emit *e, const char *base, LLVMValueRef *args,
+                               int num_args) {
+  LLVMTypeRef t = LLVMTypeOf(args[0]);
+  if (t != e->t_f32 && t != e->t_f64)
+    return fz_emit_fail(e, FZ_ERR_INTERNAL,
+                        "libdevice %s called on a non-float value", base);
+  char name[64];
+  snprintf(name, sizeof name, "__nv_%s%s", base, t == e->t_f32 ? "f" : "");
+  LLVMTypeRef params[3] = {t, t, t};
+  LLVMTypeRef fty = LLVMFunctionType(t, params, (unsigned)num_args, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(e->mod, name);
+  if (!fn) {
+    fn = LLVMAddFunction(e->mod, name, fty);
+    unsigned k = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(e->ctx, k, 0));
+  }
+  e->uses_libdevice = true;
+  return LLVMBuildCall2(e->b, fty, fn, args, (unsigned)num_args, "");
+}

@@ -1,0 +1,496 @@
+/* executor.c - run a fusion on a device, compiling once per signature.
+ *
+ * A call goes: check inputs against the fusion (dtype, rank, sizes through
+ * the symbol bindings, strides, alignment) -> outputs' layouts (declared,
+ * else row-major) and allocation -> look the call's *signature* up (sizes,
+ * strides and pointer alignment classes of every tensor) -> on a miss,
+ * schedule, find or compile the kernel for the plan's structural key, and
+ * remember both -> launch with the signature's precomputed parameters.
+ *
+ * Two caches, because two different things repeat: the same shapes call
+ * after call (signature cache: a hit costs a short compare), and different
+ * shapes that schedule the same way (kernel cache by plan key: no
+ * recompilation). The disk cache under compile.c survives the process.
+ */
+#include "runtime/compile.h"
+#include "runtime/cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct kernel_entry {
+  const char *key;
+  fz_module *module;
+  char *ptx;
+} kernel_entry;
+
+typedef struct signature_entry {
+  int64_t *sig;
+  int sig_len;
+  fz_arena *arena; /* the plan and its parameters */
+  fz_plan *plan;
+  kernel_entry *kernel;
+  int64_t *scalars;
+  int num_scalars;
+  char *plan_text;
+  /* Split reductions: partials, then per-tile counters. The counters are
+   * zeroed once here and reset by the kernel's last block of each tile,
+   * so a launch needs no memset. One workspace per signature means calls
+   * of one executor must not run concurrently on different streams. */
+  CUdeviceptr workspace;
+  CUdeviceptr counters;
+} signature_entry;
+
+struct fz_executor {
+  const fz_fusion *fusion;
+  fz_device *device;
+  fz_arena *arena;
+  kernel_entry **kernels;
+  int num_kernels, cap_kernels;
+  signature_entry **signatures;
+  int num_signatures, cap_signatures;
+  const signature_entry *last;
+  int opt_level;
+};
+
+static const char *value_label(const fz_value *v, char *buf, size_t n) {
+  if (v->name)
+    snprintf(buf, n, "%%%s", v->name);
+  else
+    snprintf(buf, n, "%%%d", v->id);
+  return buf;
+}
+
+fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
+                             fz_executor **out, fz_error *err) {
+  *out = NULL;
+  if (!fusion || !device)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_executor_create: fusion and device are required");
+  fz_status st = fz_verify(fusion, err);
+  if (st != FZ_OK)
+    return st;
+  fz_arena *arena = fz_arena_create();
+  fz_executor *ex = fz_arena_alloc(arena, sizeof *ex);
+  ex->fusion = fusion;
+  ex->device = device;
+  ex->arena = arena;
+  ex->opt_level = 3;
+  *out = ex;
+  return FZ_OK;
+}
+
+void fz_executor_destroy(fz_executor *ex) {
+  if (!ex)
+    return;
+  for (int i = 0; i < ex->num_signatures; i++) {
+    free(ex->signatures[i]->plan_text);
+    fz_device_free(ex->device, ex->signatures[i]->workspace, NULL);
+    fz_arena_destroy(ex->signatures[i]->arena);
+  }
+  for (int i = 0; i < ex->num_kernels; i++) {
+    fz_module_unload(ex->kernels[i]->module);
+    free(ex->kernels[i]->ptx);
+  }
+  fz_arena_destroy(ex->arena);
+}
+
+const char *fz_executor_last_plan(const fz_executor *ex) {
+  return ex && ex->last ? ex->last->plan_text : NULL;
+}
+
+const char *fz_executor_last_ptx(const fz_executor *ex) {
+  return ex && ex->last ? ex->last->kernel->ptx : NULL;
+}
+
+fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
+                                 uint64_t *out, fz_error *err) {
+  CUdeviceptr p = 0;
+  fz_status st = fz_device_alloc(device, bytes, &p, err);
+  *out = p;
+  return st;
+}
+
+fz_status fz_device_memory_free(fz_device *device, uint64_t ptr,
+                                fz_error *err) {
+  return fz_device_free(device, (CUdeviceptr)ptr, err);
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+static unsigned alignment_of(uint64_t ptr) {
+  unsigned a = 16;
+  while (a > 1 && ptr % a)
+    a /= 2;
+  return a;
+}
+
+static int64_t numel(const fz_device_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++)
+    n *= t->sizes[i];
+  return n;
+}
+
+static fz_status check_tensor(const fz_device_tensor *t, const fz_value *v,
+                              const char *what, fz_error *err) {
+  char label[64];
+  value_label(v, label, sizeof label);
+  if (t->dtype != v->type.dtype)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "%s %s: dtype %s, but the fusion declares %s", what,
+                        label, fz_dtype_name(t->dtype),
+                        fz_dtype_name(v->type.dtype));
+  if (t->rank != v->type.rank)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "%s %s: rank %d, but the fusion declares rank %d",
+                        what, label, t->rank, v->type.rank);
+  for (int i = 0; i < t->rank; i++) {
+    if (t->sizes[i] < 0)
+      return fz_error_set(err, FZ_ERR_ARGUMENT, "%s %s: size %d is negative",
+                          what, label, i);
+    if (t->strides[i] < 0)
+      return fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "%s %s: stride %d is negative (%lld); negative "
+                          "strides are not supported",
+                          what, label, i, (long long)t->strides[i]);
+  }
+  size_t esize = fz_dtype_size(t->dtype);
+  if (numel(t) > 0 && t->data == 0)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "%s %s: data is NULL", what,
+                        label);
+  if (t->data % esize != 0)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "%s %s: address 0x%llx is not aligned to its %zu-byte "
+                        "elements",
+                        what, label, (unsigned long long)t->data, esize);
+  return FZ_OK;
+}
+
+/* Writes race unless no two elements share an address. */
+static bool non_overlapping(const fz_device_tensor *t) {
+  int idx[FZ_MAX_RANK], n = 0;
+  for (int i = 0; i < t->rank; i++)
+    if (t->sizes[i] > 1)
+      idx[n++] = i;
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && t->strides[idx[j]] < t->strides[idx[j - 1]]; j--) {
+      int tmp = idx[j];
+      idx[j] = idx[j - 1];
+      idx[j - 1] = tmp;
+    }
+  int64_t span = 1;
+  for (int i = 0; i < n; i++) {
+    if (t->strides[idx[i]] < span)
+      return false;
+    span = t->strides[idx[i]] * t->sizes[idx[i]];
+  }
+  return true;
+}
+
+static fz_status bind(const fz_fusion *f, const fz_device_tensor *inputs,
+                      int num_inputs, fz_bindings *b, fz_error *err) {
+  fz_host_tensor host[64];
+  if (num_inputs > 64)
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED, "more than 64 inputs");
+  for (int i = 0; i < num_inputs; i++) {
+    host[i] = (fz_host_tensor){.dtype = inputs[i].dtype,
+                               .rank = inputs[i].rank};
+    memcpy(host[i].sizes, inputs[i].sizes, sizeof host[i].sizes);
+    memcpy(host[i].strides, inputs[i].strides, sizeof host[i].strides);
+  }
+  return fz_bind_inputs(f, host, num_inputs, b, err);
+}
+
+static void layout_for(const fz_value *v, const int64_t *sizes,
+                       fz_device_tensor *out) {
+  const fz_type *t = &v->type;
+  *out = (fz_device_tensor){.dtype = t->dtype, .rank = t->rank};
+  int64_t stride = 1;
+  for (int p = t->rank - 1; p >= 0; p--) {
+    int axis = t->has_layout ? t->alloc_order[p] : p;
+    out->sizes[axis] = sizes[axis];
+    out->strides[axis] = stride;
+    stride *= sizes[axis] > 1 ? sizes[axis] : 1;
+  }
+}
+
+fz_status fz_executor_output_layout(fz_executor *ex,
+                                    const fz_device_tensor *inputs,
+                                    int num_inputs, int output,
+                                    fz_device_tensor *out, fz_error *err) {
+  const fz_fusion *f = ex->fusion;
+  if (output < 0 || output >= f->num_outputs)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "no output %d (fusion has %d)",
+                        output, f->num_outputs);
+  fz_bindings b = {0};
+  fz_status st = bind(f, inputs, num_inputs, &b, err);
+  if (st != FZ_OK)
+    return st;
+  int64_t sizes[FZ_MAX_RANK];
+  st = fz_output_sizes(f, output, &b, sizes, err);
+  if (st == FZ_OK)
+    layout_for(f->outputs[output], sizes, out);
+  fz_bindings_free(&b);
+  return st;
+}
+
+/* ---- signature cache ---------------------------------------------------- */
+
+static int signature(const fz_executor *ex, const fz_device_tensor *in,
+                     const fz_device_tensor *out, int64_t *sig) {
+  int n = 0;
+  for (int i = 0; i < ex->fusion->num_inputs; i++) {
+    for (int k = 0; k < in[i].rank; k++) {
+      sig[n++] = in[i].sizes[k];
+      sig[n++] = in[i].strides[k];
+    }
+    sig[n++] = alignment_of(in[i].data);
+  }
+  for (int i = 0; i < ex->fusion->num_outputs; i++) {
+    for (int k = 0; k < out[i].rank; k++)
+      sig[n++] = out[i].strides[k];
+    sig[n++] = alignment_of(out[i].data);
+  }
+  return n;
+}
+
+static kernel_entry *find_or_compile_kernel(fz_executor *ex,
+                                            const fz_plan *plan,
+                                            fz_arena *plan_arena,
+                                            fz_error *err) {
+  const char *key = fz_plan_key(plan, plan_arena);
+  for (int i = 0; i < ex->num_kernels; i++)
+    if (strcmp(ex->kernels[i]->key, key) == 0)
+      return ex->kernels[i];
+  const fz_device_props *props = fz_device_get_props(ex->device);
+  fz_compile_options opts = {.sm = props->sm >= 90 ? 90 : props->sm,
+                             .opt_level = ex->opt_level,
+                             .use_cache = true};
+  fz_kernel_code code;
+  if (fz_compile_plan(plan, &opts, &code, err) != FZ_OK)
+    return NULL;
+  fz_module *module = NULL;
+  if (fz_module_load(ex->device, code.ptx, plan->kernel_name, &module, err) !=
+      FZ_OK) {
+    fz_kernel_code_free(&code);
+    return NULL;
+  }
+  kernel_entry *k = fz_arena_alloc(ex->arena, sizeof *k);
+  k->key = fz_arena_strdup(ex->arena, key);
+  k->module = module;
+  k->ptx = code.ptx;
+  code.ptx = NULL;
+  fz_kernel_code_free(&code);
+  fz_arena_push(ex->arena, (void ***)&ex->kernels, &ex->num_kernels,
+                &ex->cap_kernels, k);
+  return k;
+}
+
+static signature_entry *prepare(fz_executor *ex, const fz_device_tensor *in,
+                                const fz_device_tensor *out,
+                                const fz_bindings *b, const int64_t *sig,
+                                int sig_len, fz_error *err) {
+  const fz_fusion *f = ex->fusion;
+  fz_arena *arena = fz_arena_create();
+  fz_tensor_desc *di = fz_arena_alloc(arena, sizeof *di * (size_t)(f->num_inputs + 1));
+  fz_tensor_desc *dout = fz_arena_alloc(arena, sizeof *dout * (size_t)(f->num_outputs + 1));
+  for (int i = 0; i < f->num_inputs; i++) {
+    di[i] = (fz_tensor_desc){.dtype = in[i].dtype, .rank = in[i].rank,
+                             .align = alignment_of(in[i].data)};
+    memcpy(di[i].sizes, in[i].sizes, sizeof di[i].sizes);
+    memcpy(di[i].strides, in[i].strides, sizeof di[i].strides);
+  }
+  for (int i = 0; i < f->num_outputs; i++) {
+    dout[i] = (fz_tensor_desc){.dtype = out[i].dtype, .rank = out[i].rank,
+                               .align = alignment_of(out[i].data)};
+    memcpy(dout[i].sizes, out[i].sizes, sizeof dout[i].sizes);
+    memcpy(dout[i].strides, out[i].strides, sizeof dout[i].strides);
+  }
+  const fz_device_props *props = fz_device_get_props(ex->device);
+  fz_device_info info = {.sm = props->sm,
+                         .num_sms = props->sm_count,
+                         .max_threads_per_block = props->max_threads_per_block,
+                         .max_shared_per_block = props->max_shared_per_block,
+                         .l2_bytes = props->l2_bytes};
+  fz_problem problem = {.fusion = f, .inputs = di, .outputs = dout,
+                        .symbols = b->values, .device = info};
+  fz_plan *plan = NULL;
+  if (fz_schedule(&problem, arena, &plan, err) != FZ_OK) {
+    fz_arena_destroy(arena);
+    return NULL;
+  }
+  kernel_entry *k = find_or_compile_kernel(ex, plan, arena, err);
+  if (!k) {
+    fz_arena_destroy(arena);
+    return NULL;
+  }
+  signature_entry *e = fz_arena_alloc(arena, sizeof *e);
+  e->arena = arena;
+  e->plan = plan;
+  e->kernel = k;
+  e->sig_len = sig_len;
+  e->sig = fz_arena_alloc(arena, sizeof(int64_t) * (size_t)(sig_len + 1));
+  memcpy(e->sig, sig, sizeof(int64_t) * (size_t)sig_len);
+  size_t ws = fz_plan_workspace_bytes(plan);
+  size_t cb = fz_plan_counter_bytes(plan);
+  if (ws + cb > 0) {
+    size_t ws_aligned = (ws + 255) & ~(size_t)255;
+    if (fz_device_alloc(ex->device, ws_aligned + cb, &e->workspace, err) !=
+            FZ_OK ||
+        fz_device_memset8(ex->device, e->workspace + ws_aligned, 0, cb, err) !=
+            FZ_OK) {
+      fz_device_free(ex->device, e->workspace, NULL);
+      fz_arena_destroy(arena);
+      return NULL;
+    }
+    e->counters = e->workspace + ws_aligned;
+  }
+  e->num_scalars = fz_plan_num_params(plan) - plan->num_accesses;
+  if (ws + cb > 0)
+    e->num_scalars -= 2; /* the two pointers come last */
+  e->scalars = fz_arena_alloc(arena, sizeof(int64_t) * (size_t)(e->num_scalars + 1));
+  fz_plan_scalar_params(plan, e->scalars);
+  fz_buf text = {0};
+  fz_plan_print(plan, &text);
+  e->plan_text = fz_buf_take(&text);
+  fz_arena_push(ex->arena, (void ***)&ex->signatures, &ex->num_signatures,
+                &ex->cap_signatures, e);
+  return e;
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
+                          int num_inputs, fz_device_tensor *outputs,
+                          int num_outputs, void *stream, fz_error *err) {
+  const fz_fusion *f = ex->fusion;
+  if (num_inputs != f->num_inputs)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fusion @%s takes %d inputs, got %d", f->name,
+                        f->num_inputs, num_inputs);
+  if (num_outputs != f->num_outputs)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fusion @%s has %d outputs, got %d", f->name,
+                        f->num_outputs, num_outputs);
+  fz_status st;
+  for (int i = 0; i < num_inputs; i++)
+    if ((st = check_tensor(&inputs[i], f->inputs[i], "input", err)) != FZ_OK)
+      return st;
+  fz_bindings b = {0};
+  if ((st = bind(f, inputs, num_inputs, &b, err)) != FZ_OK)
+    return st;
+
+  /* Outputs: check the caller's, lay out (not yet allocate) the others. */
+  fz_device_tensor out[64];
+  if (num_outputs > 64) {
+    fz_bindings_free(&b);
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED, "more than 64 outputs");
+  }
+  char label[64];
+  for (int i = 0; i < num_outputs && st == FZ_OK; i++) {
+    int64_t sizes[FZ_MAX_RANK];
+    if ((st = fz_output_sizes(f, i, &b, sizes, err)) != FZ_OK)
+      break;
+    if (outputs[i].data == 0) {
+      layout_for(f->outputs[i], sizes, &out[i]);
+      continue;
+    }
+    out[i] = outputs[i];
+    if ((st = check_tensor(&out[i], f->outputs[i], "output", err)) != FZ_OK)
+      break;
+    for (int k = 0; k < out[i].rank && st == FZ_OK; k++)
+      if (out[i].sizes[k] != sizes[k])
+        st = fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "output %s: size %d is %lld, expected %lld",
+                          value_label(f->outputs[i], label, sizeof label), k,
+                          (long long)out[i].sizes[k], (long long)sizes[k]);
+    if (st == FZ_OK && !non_overlapping(&out[i]))
+      st = fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "output %s: strides make elements overlap",
+                        value_label(f->outputs[i], label, sizeof label));
+  }
+  if (st != FZ_OK) {
+    fz_bindings_free(&b);
+    return st;
+  }
+  if ((st = fz_device_make_current(ex->device, err)) != FZ_OK) {
+    fz_bindings_free(&b);
+    return st;
+  }
+  /* Allocate outputs the caller left to us (16-byte aligned by cuMemAlloc),
+   * with a placeholder address of the same alignment class for the
+   * signature when nothing is allocated yet. */
+  int allocated[64], num_allocated = 0;
+  for (int i = 0; i < num_outputs && st == FZ_OK; i++) {
+    if (outputs[i].data != 0)
+      continue;
+    size_t bytes = (size_t)numel(&out[i]) * fz_dtype_size(out[i].dtype);
+    CUdeviceptr p = 0;
+    st = fz_device_alloc(ex->device, bytes ? bytes : 1, &p, err);
+    out[i].data = p;
+    if (st == FZ_OK)
+      allocated[num_allocated++] = i;
+  }
+
+  signature_entry *e = NULL;
+  int64_t sig[64 * (2 * FZ_MAX_RANK + 1) * 2];
+  int sig_len = 0;
+  if (st == FZ_OK) {
+    sig_len = signature(ex, inputs, out, sig);
+    for (int i = 0; i < ex->num_signatures && !e; i++) {
+      signature_entry *c = ex->signatures[i];
+      if (c->sig_len == sig_len &&
+          memcmp(c->sig, sig, sizeof(int64_t) * (size_t)sig_len) == 0)
+        e = c;
+    }
+    if (!e)
+      e = prepare(ex, inputs, out, &b, sig, sig_len, err);
+    if (!e)
+      st = err ? err->status : FZ_ERR_INTERNAL;
+  }
+  fz_bindings_free(&b);
+
+  bool empty = false;
+  for (int i = 0; i < num_outputs; i++)
+    empty |= numel(&out[i]) == 0;
+  if (st == FZ_OK && !empty) {
+    const fz_plan *plan = e->plan;
+    void *params[512];
+    uint64_t ptrs[256];
+    if (plan->num_accesses > 256 || fz_plan_num_params(plan) > 512) {
+      st = fz_error_set(err, FZ_ERR_UNSUPPORTED, "kernel has too many parameters");
+    } else {
+      for (int i = 0; i < plan->num_accesses; i++) {
+        const fz_plan_access *a = &plan->accesses[i];
+        ptrs[i] = a->is_output ? out[a->io].data : inputs[a->io].data;
+        params[i] = &ptrs[i];
+      }
+      for (int i = 0; i < e->num_scalars; i++)
+        params[plan->num_accesses + i] = &e->scalars[i];
+      int np = plan->num_accesses + e->num_scalars;
+      uint64_t ws_ptrs[2] = {e->workspace, e->counters};
+      if (e->workspace) {
+        params[np++] = &ws_ptrs[0];
+        params[np++] = &ws_ptrs[1];
+      }
+      bool reduction = plan->kind != FZ_PLAN_POINTWISE;
+      unsigned grid[3] = {
+          (unsigned)(reduction ? plan->grid_x : plan->blocks),
+          reduction ? (unsigned)plan->split : 1, 1};
+      unsigned block[3] = {(unsigned)plan->threads, 1, 1};
+      st = fz_module_launch(e->kernel->module, grid, block, 0,
+                            (CUstream)stream, params, false, err);
+    }
+  }
+  if (st != FZ_OK) {
+    for (int i = 0; i < num_allocated; i++)
+      fz_device_free(ex->device, out[allocated[i]].data, NULL);
+    return st;
+  }
+  ex->last = e;
+  for (int i = 0; i < num_allocated; i++)
+    outputs[allocated[i]] = out[allocated[i]];
+  return FZ_OK;
+}

@@ -1,0 +1,88 @@
+/* dag.h - building a plan's node DAG and its canonical iteration space;
+ * shared by the pointwise and reduction schedulers.
+ *
+ * Every value reachable from the outputs gets an affine map from the
+ * reference's coordinates (index_map.h), found once per value (any one:
+ * enough to know each output's map). The DAG is then built from the
+ * outputs down, memoised on (value, map, post): shape ops dissolve into
+ * maps, each distinct (input, strides) pair is one access, and a reduction
+ * result becomes a REDUCE node over its input's nodes.
+ */
+#ifndef FZ_SCHED_DAG_H
+#define FZ_SCHED_DAG_H
+
+#include "sched/index_map.h"
+#include "sched/plan.h"
+
+typedef struct fz_dag {
+  const fz_problem *problem;
+  fz_arena *arena;
+  fz_reason *why;
+  int ref_rank;
+  int64_t ref_sizes[FZ_MAX_RANK];
+  /* one map per value id, when found */
+  fz_index_map *maps;
+  bool *has_map;
+  /* the DAG */
+  fz_plan_node *nodes;
+  fz_index_map *node_maps;
+  int num_nodes, cap_nodes;
+  fz_plan_access *accesses;
+  int64_t (*ref_strides)[FZ_MAX_RANK]; /* per access, per reference axis */
+  int num_accesses, cap_accesses;
+} fz_dag;
+
+/* The canonical space: reference axes in physical order, size-1 axes
+ * dropped, neighbours of the same kind merged where every access and iota
+ * steps the outer one exactly `size` times as far as the inner one. */
+typedef struct fz_canon {
+  int rank;
+  int64_t extents[FZ_MAX_RANK];
+  bool reduced[FZ_MAX_RANK];
+  int axes[FZ_MAX_RANK][FZ_MAX_RANK]; /* reference axes, outer first */
+  int num_axes[FZ_MAX_RANK];
+} fz_canon;
+
+/* Sets up for a reference of the given logical sizes; allocates in arena. */
+void fz_dag_init(fz_dag *d, const fz_problem *problem, fz_arena *arena,
+                 const int64_t *ref_sizes, int ref_rank, fz_reason *why);
+/* Seeds the identity map at `reference`, then finds maps backward and
+ * forward. Returns false (with a reason) if some output has none. */
+bool fz_dag_find_maps(fz_dag *d, const fz_value *reference);
+/* Node computing v at map m in the given domain; -1 with a reason when v
+ * cannot be computed there. */
+int fz_dag_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
+                bool post);
+/* Store node for output i (its map from fz_dag_find_maps). */
+int fz_dag_store(fz_dag *d, int output, int source, bool post);
+/* Canonical axes, physical order taken from `order_strides` (per
+ * reference axis; larger is outer; ties keep logical order); `reduced`
+ * (may be NULL) marks reference axes that are reduced. */
+void fz_dag_canonical(const fz_dag *d, const int64_t *order_strides,
+                      const bool *reduced, fz_canon *c);
+/* Move accesses and nodes into `p` with strides in canonical axes. */
+void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p);
+/* Set the reason and return false. */
+bool fz_dag_decline(fz_dag *d, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+const char *fz_value_label(const fz_value *v, char *buf, size_t n);
+/* True when the n (size, stride) pairs tile a dense block exactly once. */
+bool fz_dense_cover(const int64_t *sizes, const int64_t *strides, int n);
+int64_t fz_desc_numel(const fz_tensor_desc *d);
+
+/* pointwise.c: vectorization helpers shared by the schedulers. */
+bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
+                                  const fz_tensor_desc *d, int v);
+const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
+                                          const fz_plan_access *a);
+/* Lanes for 16-byte vectors of the narrowest access with unit innermost
+ * stride among those `counts` accepts (NULL: all), at most 8. */
+int fz_plan_widest_vector(const fz_plan *p,
+                          bool (*counts)(const fz_plan_access *));
+/* Every offset, extent and the loop bound fit in int32. */
+bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound);
+
+#endif

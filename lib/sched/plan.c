@@ -1,0 +1,249 @@
+/* plan.c - what every consumer of a kernel plan shares: the kernel's
+ * parameter order (lowering declares it, the launcher fills it), the
+ * structural key that names a compiled kernel, and the text form.
+ */
+#include "sched/plan.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+fz_device_info fz_device_info_default(int sm) {
+  /* H200 SXM: 132 SMs, 227 KiB opt-in shared memory per block, 60 MiB L2
+   * (NVIDIA H200 datasheet; SM count as reported by the driver). */
+  return (fz_device_info){.sm = sm ? sm : 90,
+                          .num_sms = 132,
+                          .max_threads_per_block = 1024,
+                          .max_shared_per_block = 227 * 1024,
+                          .l2_bytes = 60 * 1024 * 1024};
+}
+
+static bool is_reduction(const fz_plan *p) {
+  return p->kind != FZ_PLAN_POINTWISE;
+}
+
+int64_t fz_plan_num_groups(const fz_plan *p) {
+  int64_t n = 1;
+  for (int k = 0; k < p->rank; k++)
+    n *= p->extents[k];
+  return n / p->vector;
+}
+
+int64_t fz_plan_kept_points(const fz_plan *p) {
+  int64_t n = 1;
+  for (int k = 0; k < p->rank; k++)
+    if (!p->reduced[k])
+      n *= p->extents[k];
+  return n;
+}
+
+int64_t fz_plan_reduced_points(const fz_plan *p) {
+  int64_t n = 1;
+  for (int k = 0; k < p->rank; k++)
+    if (p->reduced[k])
+      n *= p->extents[k];
+  return n;
+}
+
+fz_dtype fz_reduce_acc_dtype(fz_dtype result) {
+  switch (result) {
+  case FZ_F64:
+    return FZ_F64;
+  case FZ_F32:
+  case FZ_F16:
+  case FZ_BF16:
+    return FZ_F32;
+  default:
+    return FZ_I64;
+  }
+}
+
+int64_t fz_plan_num_tiles(const fz_plan *p) {
+  if (p->kind == FZ_PLAN_INNER_REDUCTION)
+    return (fz_plan_kept_points(p) + p->block_y - 1) / p->block_y;
+  if (p->kind == FZ_PLAN_OUTER_REDUCTION) {
+    int64_t lanes = (int64_t)p->block_x * p->vector;
+    return (fz_plan_kept_points(p) + lanes - 1) / lanes;
+  }
+  return 0;
+}
+
+size_t fz_plan_workspace_bytes(const fz_plan *p) {
+  if (!is_reduction(p) || p->split <= 1)
+    return 0;
+  size_t bytes = 0;
+  for (int i = 0; i < p->num_nodes; i++)
+    if (p->nodes[i].kind == FZ_NODE_REDUCE)
+      bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
+  return bytes * (size_t)fz_plan_kept_points(p) * (size_t)p->split;
+}
+
+size_t fz_plan_counter_bytes(const fz_plan *p) {
+  if (!is_reduction(p) || p->split <= 1)
+    return 0;
+  return 4 * (size_t)fz_plan_num_tiles(p);
+}
+
+int fz_plan_num_params(const fz_plan *p) {
+  int n = p->num_accesses + 1 + p->rank + p->num_accesses * (p->rank + 1);
+  if (is_reduction(p) && p->split > 1)
+    n += 2;
+  return n;
+}
+
+void fz_plan_scalar_params(const fz_plan *p, int64_t *out) {
+  int n = 0;
+  out[n++] = is_reduction(p) ? fz_plan_kept_points(p) : fz_plan_num_groups(p);
+  for (int k = 0; k < p->rank; k++)
+    out[n++] = p->extents[k];
+  for (int i = 0; i < p->num_accesses; i++) {
+    for (int k = 0; k < p->rank; k++)
+      out[n++] = p->accesses[i].strides[k];
+    out[n++] = p->accesses[i].offset;
+  }
+}
+
+static const char *kind_name(fz_plan_kind k) {
+  switch (k) {
+  case FZ_PLAN_POINTWISE:
+    return "pointwise";
+  case FZ_PLAN_INNER_REDUCTION:
+    return "inner-reduction";
+  case FZ_PLAN_OUTER_REDUCTION:
+    return "outer-reduction";
+  }
+  return "?";
+}
+
+/* The innermost stride decides the shape of the memory instructions, so it
+ * is part of the kernel's structure; the other strides are parameters. */
+static const char *inner_class(const fz_plan *p, const fz_plan_access *a) {
+  int64_t s = a->strides[p->rank - 1];
+  return s == 0 ? "splat" : s == 1 ? "unit" : "strided";
+}
+
+static void print_scalar(fz_buf *b, fz_dtype dtype, fz_scalar v) {
+  if (fz_dtype_is_float(dtype))
+    fz_buf_printf(b, "%.17g", v.f);
+  else
+    fz_buf_printf(b, "%" PRId64, v.i);
+}
+
+static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
+  int domain = -1;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    const char *dt = fz_dtype_name(n->dtype);
+    if (is_reduction(p) && (int)n->post != domain) {
+      fz_buf_puts(b, n->post ? "  post:\n" : "  pre:\n");
+      domain = n->post;
+    }
+    switch (n->kind) {
+    case FZ_NODE_LOAD:
+      fz_buf_printf(b, "  n%d = load a%d : %s\n", i, n->access, dt);
+      break;
+    case FZ_NODE_LITERAL:
+      fz_buf_printf(b, "  n%d = literal ", i);
+      print_scalar(b, n->dtype, n->literal);
+      fz_buf_printf(b, " : %s\n", dt);
+      break;
+    case FZ_NODE_IOTA:
+      fz_buf_printf(b, "  n%d = iota start ", i);
+      print_scalar(b, n->dtype, n->literal);
+      fz_buf_puts(b, " step ");
+      print_scalar(b, n->dtype, n->step);
+      fz_buf_puts(b, " coeff(");
+      for (int k = 0; k < p->rank; k++)
+        fz_buf_printf(b, "%s%" PRId64, k ? ", " : "", n->coeff[k]);
+      fz_buf_printf(b, ") : %s\n", dt);
+      break;
+    case FZ_NODE_OP:
+      fz_buf_printf(b, "  n%d = %s", i, fz_op_table[n->code].name);
+      for (int k = 0; k < n->num_operands; k++)
+        fz_buf_printf(b, "%s n%d", k ? "," : "", n->operands[k]);
+      fz_buf_printf(b, " : %s\n", dt);
+      break;
+    case FZ_NODE_STORE:
+      fz_buf_printf(b, "  store a%d, n%d : %s\n", n->access, n->operands[0],
+                    dt);
+      break;
+    case FZ_NODE_REDUCE:
+      fz_buf_printf(b, "  n%d = reduce %s n%d : %s (accumulate %s)\n", i,
+                    fz_op_table[n->code].name, n->operands[0], dt,
+                    fz_dtype_name(fz_reduce_acc_dtype(n->dtype)));
+      break;
+    }
+    (void)with_values;
+  }
+}
+
+const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
+  fz_buf b = {0};
+  fz_buf_printf(&b, "%s rank=%d vec=%d unroll=%d threads=%d idx%d\n",
+                kind_name(p->kind), p->rank, p->vector, p->unroll, p->threads,
+                p->index32 ? 32 : 64);
+  if (is_reduction(p)) {
+    fz_buf_printf(&b, "block=%dx%d split=%s reduced=", p->block_x, p->block_y,
+                  p->split > 1 ? "grid" : "none");
+    for (int k = 0; k < p->rank; k++)
+      fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
+    fz_buf_puts(&b, "\n");
+  }
+  for (int i = 0; i < p->num_accesses; i++) {
+    const fz_plan_access *a = &p->accesses[i];
+    fz_buf_printf(&b, "a%d %s %s vec=%d %s\n", i, a->is_output ? "w" : "r",
+                  fz_dtype_name(a->dtype), a->vector, inner_class(p, a));
+  }
+  print_nodes(p, &b, false);
+  char *s = fz_buf_take(&b);
+  if (!s)
+    FZ_DIE("out of memory building a plan key");
+  const char *key = fz_arena_strdup(arena, s);
+  free(s);
+  return key;
+}
+
+void fz_plan_print(const fz_plan *p, fz_buf *b) {
+  const fz_fusion *f = p->fusion;
+  fz_buf_printf(b, "plan @%s %s kernel=%s\n", f->name, kind_name(p->kind),
+                p->kernel_name);
+  fz_buf_printf(b, "  space [");
+  for (int k = 0; k < p->rank; k++)
+    fz_buf_printf(b, "%s%s%" PRId64, k ? ", " : "",
+                  is_reduction(p) ? (p->reduced[k] ? "R" : "I") : "",
+                  p->extents[k]);
+  fz_buf_printf(b, "] reference %s index%d\n", p->reference,
+                p->index32 ? 32 : 64);
+  if (is_reduction(p))
+    fz_buf_printf(b,
+                  "  launch grid=%" PRId64 "x%d block=%dx%d vector=%d "
+                  "unroll=%d%s\n",
+                  p->grid_x, p->split, p->block_x, p->block_y, p->vector,
+                  p->unroll, p->split > 1 ? " grid-reduction" : "");
+  else
+    fz_buf_printf(b,
+                  "  launch grid=%" PRId64 " block=%d vector=%d unroll=%d\n",
+                  p->blocks, p->threads, p->vector, p->unroll);
+  for (int i = 0; i < p->num_accesses; i++) {
+    const fz_plan_access *a = &p->accesses[i];
+    const fz_value *v = a->is_output ? f->outputs[a->io] : f->inputs[a->io];
+    fz_buf_printf(b, "  a%d = %s %s%s%d %%%s : %s strides(", i,
+                  a->is_output ? "write" : "read",
+                  a->is_output ? "output" : "input", "#", a->io,
+                  v->name ? v->name : "?", fz_dtype_name(a->dtype));
+    for (int k = 0; k < p->rank; k++)
+      fz_buf_printf(b, "%s%" PRId64, k ? ", " : "", a->strides[k]);
+    fz_buf_printf(b, ")");
+    if (a->offset)
+      fz_buf_printf(b, " offset %" PRId64, a->offset);
+    if (a->strides[p->rank - 1] == 0)
+      fz_buf_puts(b, " splat");
+    else if (a->vector > 1)
+      fz_buf_printf(b, " vector %d (%zu bytes)", a->vector,
+                    (size_t)a->vector * fz_dtype_size(a->dtype));
+    else
+      fz_buf_puts(b, " scalar");
+    fz_buf_puts(b, "\n");
+  }
+  print_nodes(p, b, true);
+}

@@ -1,0 +1,196 @@
+/* plan.h - the kernel plan: what a scheduler decides and lowering follows.
+ *
+ * A plan is plain data, built from a fusion and one concrete *problem* (the
+ * sizes, strides, dtypes and pointer alignments of the tensors of one call,
+ * and the device). Schedulers never call LLVM; lib/lower reads a plan and
+ * emits one kernel, step by step.
+ *
+ * The plan is the scheduled fusion. Its iteration space is canonical: the
+ * reference tensor's logical axes in *physical* order (outermost first),
+ * size-1 axes dropped, and adjacent axes merged wherever every tensor the
+ * kernel touches can be indexed through the merged axis with one stride.
+ * Every global tensor access is an affine map from that space to memory
+ * (one element stride per canonical axis, 0 for broadcast). The compute is
+ * a DAG of nodes: the fusion's shape ops (broadcast, expand, squeeze,
+ * permute, reshape, set) have been resolved into those maps, so only
+ * loads, literals, iota, arithmetic and stores remain. One fusion input
+ * read through two different maps (x + permute(x)) is two accesses.
+ *
+ * Extents and strides are kernel parameters, not constants: the compiled
+ * kernel depends only on the plan's *structure* (fz_plan_key), so one
+ * kernel serves every size that schedules the same way.
+ */
+#ifndef FZ_SCHED_PLAN_H
+#define FZ_SCHED_PLAN_H
+
+#include "fz/ir.h"
+
+/* What the scheduler needs to know about the GPU. */
+typedef struct fz_device_info {
+  int sm;                  /* compute capability * 10: 90 for H100/H200 */
+  int num_sms;             /* 132 on H200 SXM */
+  int max_threads_per_block;
+  int max_shared_per_block; /* bytes, opt-in maximum */
+  int l2_bytes;
+} fz_device_info;
+
+/* The H200 defaults, used when no device is present (fuse-opt). */
+fz_device_info fz_device_info_default(int sm);
+
+/* One runtime tensor as the scheduler sees it. */
+typedef struct fz_tensor_desc {
+  fz_dtype dtype;
+  int rank;
+  int64_t sizes[FZ_MAX_RANK];
+  int64_t strides[FZ_MAX_RANK]; /* elements */
+  unsigned align;               /* base pointer alignment in bytes (<= 16) */
+} fz_tensor_desc;
+
+/* One call's worth of facts. */
+typedef struct fz_problem {
+  const fz_fusion *fusion;
+  const fz_tensor_desc *inputs; /* fusion->num_inputs */
+  const fz_tensor_desc *outputs; /* fusion->num_outputs, as allocated */
+  const int64_t *symbols;        /* fusion->num_symbols bound values */
+  fz_device_info device;
+} fz_problem;
+
+typedef enum fz_plan_kind {
+  FZ_PLAN_POINTWISE,
+  FZ_PLAN_INNER_REDUCTION, /* innermost canonical axis reduced */
+  FZ_PLAN_OUTER_REDUCTION, /* innermost canonical axis kept */
+} fz_plan_kind;
+
+/* A global tensor the kernel reads or writes through an affine map. */
+typedef struct fz_plan_access {
+  bool is_output;
+  int io;          /* index into problem inputs or outputs */
+  fz_dtype dtype;
+  int64_t strides[FZ_MAX_RANK]; /* per canonical axis, elements; 0 = broadcast */
+  int64_t offset;               /* elements added to the base (constant) */
+  /* Elements per memory instruction along the innermost canonical axis:
+   * > 1 only if that stride is 1, the base is aligned and every other
+   * stride and the innermost extent are multiples of it. A stride of 0
+   * along the innermost axis is a splat: one scalar load per group. */
+  int vector;
+} fz_plan_access;
+
+typedef enum fz_node_kind {
+  FZ_NODE_LOAD,    /* access -> value */
+  FZ_NODE_LITERAL, /* scalar constant */
+  FZ_NODE_IOTA,    /* start + step * (sum_k coeff[k] * coord[k]) */
+  FZ_NODE_OP,      /* unary/binary/ternary/cast on earlier nodes */
+  FZ_NODE_STORE,   /* operands[0] -> access */
+  FZ_NODE_REDUCE,  /* code (SUM/PROD/AMAX/AMIN) of operands[0] over R */
+} fz_node_kind;
+
+typedef struct fz_plan_node {
+  fz_node_kind kind;
+  fz_opcode code;   /* OP */
+  fz_dtype dtype;   /* the value's dtype (what it is rounded to) */
+  int num_operands;
+  int operands[3];  /* indices of earlier nodes */
+  int access;       /* LOAD, STORE */
+  fz_scalar literal; /* LITERAL value; IOTA start */
+  fz_scalar step;    /* IOTA */
+  int64_t coeff[FZ_MAX_RANK]; /* IOTA */
+  const fz_value *value; /* the fusion value this node computes (printing) */
+  /* Reduction plans: false for nodes evaluated at every point of the full
+   * space (the prologue, feeding REDUCE nodes, and full-space stores);
+   * true for nodes evaluated once per kept (I) point after the
+   * reductions (REDUCE nodes themselves, the epilogue, its stores). */
+  bool post;
+} fz_plan_node;
+
+typedef struct fz_plan {
+  fz_plan_kind kind;
+  const char *kernel_name;
+  const fz_fusion *fusion;
+  /* Canonical iteration space, outermost first. */
+  int rank;
+  int64_t extents[FZ_MAX_RANK];
+  const char *reference; /* e.g. "%out" */
+  /* Launch shape: each thread handles `vector` consecutive elements of the
+   * innermost axis per group, `unroll` groups per loop trip, grid-stride. */
+  int vector;
+  int unroll;
+  int threads;
+  int64_t blocks;
+  bool index32; /* every offset and the group count fit in int32 */
+  int num_accesses;
+  fz_plan_access *accesses;
+  int num_nodes;
+  fz_plan_node *nodes;
+  /* Reduction plans. reduced[k]: canonical axis k is an R axis. Threads are
+   * block_x (fastest) by block_y: for INNER, block_x threads share a row
+   * (R) and block_y rows share a block; for OUTER, block_x threads walk the
+   * kept space (each `vector` lanes wide along the innermost axis) and
+   * block_y threads walk R. grid_x blocks cover the kept space in a
+   * grid-stride loop over tiles; `split` blocks (gridDim.y) share R, their
+   * partials combined through a workspace by the last block to finish a
+   * tile (counted in a per-tile counter that the last block resets). */
+  bool reduced[FZ_MAX_RANK];
+  int block_x, block_y;
+  int64_t grid_x;
+  int split;
+} fz_plan;
+
+/* ---- kernel parameters: the one place lowering and launch agree ------- *
+ * Order: one pointer per access (same order as plan->accesses), then the
+ * group count (i64), then extents[0..rank) (i64), then for each access
+ * strides[0..rank) and its offset (i64); then, for reduction plans with
+ * split > 1, the workspace pointer and the counters pointer. For reduction
+ * plans the group count is the number of kept (I) points. */
+int fz_plan_num_params(const fz_plan *plan);
+/* Fill the i64 scalars (everything after the pointers) in order. */
+void fz_plan_scalar_params(const fz_plan *plan, int64_t *out);
+/* Elements per group and number of groups in the whole space. */
+int64_t fz_plan_num_groups(const fz_plan *plan);
+
+/* Reduction plans: points of the kept space, length of the reduced space,
+ * the accumulator dtype of a REDUCE node's result dtype (f32 for f16, bf16
+ * and f32; f64; i64 for integers and bool), the number of tiles (blocks'
+ * worth of kept points), and the workspace a split plan needs (partials
+ * of every REDUCE node for every kept point and split, then one 32-bit
+ * counter per tile, zeroed once). */
+int64_t fz_plan_kept_points(const fz_plan *plan);
+int64_t fz_plan_reduced_points(const fz_plan *plan);
+fz_dtype fz_reduce_acc_dtype(fz_dtype result);
+int64_t fz_plan_num_tiles(const fz_plan *plan);
+size_t fz_plan_workspace_bytes(const fz_plan *plan);
+size_t fz_plan_counter_bytes(const fz_plan *plan);
+
+/* A string that identifies the compiled kernel: everything in the plan
+ * except sizes, strides and the launch grid. Arena-allocated. */
+const char *fz_plan_key(const fz_plan *plan, fz_arena *arena);
+
+/* Text form for fuse-opt --emit=sched and lit tests. */
+void fz_plan_print(const fz_plan *plan, fz_buf *out);
+
+/* ---- schedulers --------------------------------------------------------- */
+
+/* Why a scheduler declined, for --explain and error messages. */
+typedef struct fz_reason {
+  char text[256];
+} fz_reason;
+
+/* pointwise.c: accepts fusions without reductions whose every output and
+ * input maps affinely onto the reference output's iteration space. On
+ * success the plan lives in `arena`. */
+bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why);
+fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
+                                fz_plan **out, fz_error *err);
+
+/* reduction.c: accepts fusions whose reductions all reduce the same axes
+ * of one iteration space, with a pointwise prologue and an epilogue that
+ * only uses reduced values and tensors constant along the reduced axes.
+ * Inner vs outer is decided by the physical order of what is read. */
+bool fz_reduction_can_schedule(const fz_problem *problem, fz_reason *why);
+fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
+                                fz_plan **out, fz_error *err);
+
+/* schedule.c: pick the scheduler for a whole fusion (one segment for now). */
+fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_error *err);
+
+#endif

@@ -1,0 +1,211 @@
+/* pointwise.c - the pointwise scheduler: a fusion without reductions runs
+ * as one kernel over the iteration space of its largest output.
+ *
+ * Steps, as a script:
+ *  1. Pick the reference (the output with most elements) and find, for
+ *     every value, an affine map from the reference's coordinates.
+ *  2. Check that each output is written exactly once (its strides through
+ *     the map tile its allocation densely).
+ *  3. Build the node DAG from the outputs (dag.c).
+ *  4. Canonical axes in the reference's physical order.
+ *  5. Heuristics: elements per thread from 16-byte vectors of the narrowest
+ *     contiguous tensor, per-access vector widths from each tensor's own
+ *     strides and alignment, unroll and grid from the group count and the
+ *     number of SMs.
+ */
+#include "sched/dag.h"
+
+#include <stdio.h>
+#include <string.h>
+
+bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
+                                  const fz_tensor_desc *d, int v) {
+  int inner = p->rank - 1;
+  if (a->strides[inner] != 1 || p->extents[inner] % v != 0)
+    return false;
+  for (int k = 0; k < inner; k++)
+    if (a->strides[k] % v != 0)
+      return false;
+  if (a->offset % v != 0)
+    return false;
+  size_t bytes = (size_t)v * fz_dtype_size(a->dtype);
+  size_t need = bytes > 16 ? 16 : bytes;
+  return d->align % need == 0;
+}
+
+const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
+                                          const fz_plan_access *a) {
+  return a->is_output ? &pb->outputs[a->io] : &pb->inputs[a->io];
+}
+
+int fz_plan_widest_vector(const fz_plan *p, bool (*counts)(const fz_plan_access *)) {
+  int inner = p->rank - 1;
+  size_t narrow = 0;
+  for (int i = 0; i < p->num_accesses; i++) {
+    const fz_plan_access *a = &p->accesses[i];
+    size_t s = fz_dtype_size(a->dtype);
+    if ((!counts || counts(a)) && a->strides[inner] == 1 &&
+        (narrow == 0 || s < narrow))
+      narrow = s;
+  }
+  int v = narrow ? (int)(16 / narrow) : 1;
+  return v > 8 ? 8 : v;
+}
+
+static void choose_launch(const fz_problem *pb, fz_plan *p) {
+  int inner = p->rank - 1;
+  int v = fz_plan_widest_vector(p, NULL);
+  /* Shrink until the innermost extent allows it and every contiguous
+   * output can use it: outputs decide, inputs that can't are read scalar. */
+  for (; v > 1; v /= 2) {
+    if (p->extents[inner] % v != 0)
+      continue;
+    bool outputs_ok = true;
+    for (int i = 0; i < p->num_accesses; i++) {
+      const fz_plan_access *a = &p->accesses[i];
+      if (a->is_output && a->strides[inner] == 1)
+        outputs_ok &=
+            fz_plan_access_can_vectorize(p, a, fz_plan_access_desc(pb, a), v);
+    }
+    if (outputs_ok)
+      break;
+  }
+  p->vector = v;
+  for (int i = 0; i < p->num_accesses; i++) {
+    fz_plan_access *a = &p->accesses[i];
+    a->vector = v > 1 && fz_plan_access_can_vectorize(
+                             p, a, fz_plan_access_desc(pb, a), v)
+                    ? v
+                    : 1;
+  }
+
+  int64_t groups = fz_plan_num_groups(p);
+  p->threads = groups < 256 * 4 ? 128 : 256;
+  int64_t per_wave = (int64_t)pb->device.num_sms * (2048 / p->threads);
+  /* Unroll for bytes in flight when there is plenty of work; never leave
+   * SMs idle for it. */
+  p->unroll = 1;
+  while (p->unroll < 4 &&
+         groups / ((int64_t)p->threads * p->unroll * 2) >= per_wave)
+    p->unroll *= 2;
+  int64_t tile = (int64_t)p->threads * p->unroll;
+  int64_t blocks = (groups + tile - 1) / tile;
+  int64_t cap = per_wave * 8;
+  p->blocks = blocks < 1 ? 1 : blocks > cap ? cap : blocks;
+  p->index32 = fz_plan_fits_int32(p, groups + p->blocks * tile);
+}
+
+bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound) {
+  int64_t limit = (int64_t)1 << 31;
+  if (loop_bound >= limit)
+    return false;
+  for (int k = 0; k < p->rank; k++)
+    if (p->extents[k] >= limit)
+      return false;
+  for (int i = 0; i < p->num_accesses; i++) {
+    const fz_plan_access *a = &p->accesses[i];
+    int64_t max_off = a->offset;
+    for (int k = 0; k < p->rank; k++) {
+      int64_t s = a->strides[k] < 0 ? -a->strides[k] : a->strides[k];
+      max_off += s * (p->extents[k] - 1);
+    }
+    if (max_off + p->vector >= limit)
+      return false;
+  }
+  return true;
+}
+
+static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                  fz_reason *why, fz_plan **out) {
+  const fz_fusion *f = pb->fusion;
+  char label[64];
+  if (f->num_outputs == 0) {
+    if (why)
+      snprintf(why->text, sizeof why->text, "fusion has no outputs");
+    return false;
+  }
+  for (int i = 0; i < f->num_ops; i++)
+    if (fz_op_table[f->ops[i]->code].kind == FZ_KIND_REDUCTION) {
+      if (why)
+        snprintf(why->text, sizeof why->text, "%s is a reduction",
+                 fz_value_label(f->ops[i]->result, label, sizeof label));
+      return false;
+    }
+  /* The reference: an output with the most elements; among those, try the
+   * ones with more axes first, since a reshape maps affinely only from
+   * split axes to merged ones. The first that reaches every output wins. */
+  int order[64], n = 0;
+  for (int i = 0; i < f->num_outputs && n < 64; i++)
+    order[n++] = i;
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0; j--) {
+      const fz_tensor_desc *a = &pb->outputs[order[j]],
+                           *b = &pb->outputs[order[j - 1]];
+      int64_t na = fz_desc_numel(a), nb = fz_desc_numel(b);
+      if (na < nb || (na == nb && a->rank <= b->rank))
+        break;
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  int ref = -1;
+  const fz_tensor_desc *rd = NULL;
+  for (int c = 0; c < n && ref < 0; c++) {
+    rd = &pb->outputs[order[c]];
+    fz_dag_init(d, pb, arena, rd->sizes, rd->rank, why);
+    if (!fz_dag_find_maps(d, f->outputs[order[c]]))
+      continue;
+    bool ok = true;
+    for (int i = 0; i < f->num_outputs && ok; i++) {
+      const fz_value *o = f->outputs[i];
+      int64_t s[FZ_MAX_RANK] = {0};
+      fz_index_map_strides(&d->maps[o->id], pb->outputs[i].strides, s);
+      if (fz_desc_numel(&pb->outputs[i]) != fz_desc_numel(rd) ||
+          !fz_dense_cover(rd->sizes, s, rd->rank))
+        ok = fz_dag_decline(d, "output %s is not one-to-one with the reference",
+                            fz_value_label(o, label, sizeof label));
+    }
+    if (ok)
+      ref = order[c];
+  }
+  if (ref < 0)
+    return false;
+  for (int i = 0; i < f->num_outputs; i++) {
+    const fz_value *o = f->outputs[i];
+    int src = fz_dag_node(d, o, &d->maps[o->id], false);
+    if (src < 0)
+      return false;
+    fz_dag_store(d, i, src, false);
+  }
+  fz_canon c;
+  fz_dag_canonical(d, rd->strides, NULL, &c);
+  fz_plan *p = fz_arena_alloc(arena, sizeof *p);
+  p->kind = FZ_PLAN_POINTWISE;
+  p->fusion = f;
+  p->reference = fz_arena_strdup(
+      arena, fz_value_label(f->outputs[ref], label, sizeof label));
+  p->kernel_name = fz_arena_strdup(arena, "fz_pointwise");
+  fz_dag_finish(d, &c, p);
+  choose_launch(pb, p);
+  *out = p;
+  return true;
+}
+
+bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why) {
+  fz_arena *arena = fz_arena_create();
+  fz_dag d;
+  fz_plan *plan = NULL;
+  bool ok = build(&d, problem, arena, why, &plan);
+  fz_arena_destroy(arena);
+  return ok;
+}
+
+fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
+                                fz_plan **out, fz_error *err) {
+  fz_reason why = {{0}};
+  fz_dag d;
+  if (!build(&d, problem, arena, &why, out))
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                        "pointwise scheduler declined: %s", why.text);
+  return FZ_OK;
+}

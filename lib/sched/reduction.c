@@ -1,0 +1,381 @@
+/* reduction.c - the reduction scheduler: inner and outer, block and grid,
+ * classified by the layout of what is actually read (seed 004).
+ *
+ * Steps, as a script:
+ *  1. The reference is the input of the first reduction: the tensor the
+ *     kernel reads most. Every value gets a map from its coordinates.
+ *  2. The reduced (R) axes of the reference are the columns the reduced
+ *     axes of that reduction map to; every reduction must reduce exactly
+ *     those, and its kept axes must map to none of them.
+ *  3. Outputs whose map is constant along R are written once per kept (I)
+ *     point after the reductions (post); outputs that vary along R are
+ *     written during the pass over the full space (pre).
+ *  4. The DAG: REDUCE nodes over pre nodes; a reduced value used back in
+ *     the full space is a normalization, left to the persistent scheduler.
+ *  5. Canonical axes in the *physical* order of the main input read in the
+ *     full space — never the output's — with R and I axes merged only
+ *     among themselves. Innermost R: inner reduction; innermost I: outer.
+ *  6. Heuristics from the sizes and the device (below).
+ */
+#include "sched/dag.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int64_t pow2_ceil(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Columns (reference axes) a row of a map touches. */
+static unsigned row_columns(const fz_index_map *m, int row) {
+  unsigned cols = 0;
+  for (int r = 0; r < m->cols; r++)
+    if (m->a[row][r] != 0)
+      cols |= 1u << r;
+  return cols;
+}
+
+static bool is_reduced_dim(const fz_op *op, int axis) {
+  for (int d = 0; d < op->num_dims; d++)
+    if (op->dims[d] == axis)
+      return true;
+  return false;
+}
+
+static unsigned map_columns(const fz_index_map *m) {
+  unsigned cols = 0;
+  for (int i = 0; i < m->rows; i++)
+    cols |= row_columns(m, i);
+  return cols;
+}
+
+/* ---- heuristics --------------------------------------------------------- */
+
+static bool is_pre_access(const fz_plan *p, int access) {
+  for (int i = 0; i < p->num_nodes; i++)
+    if ((p->nodes[i].kind == FZ_NODE_LOAD ||
+         p->nodes[i].kind == FZ_NODE_STORE) &&
+        p->nodes[i].access == access && !p->nodes[i].post)
+      return true;
+  return false;
+}
+
+/* Lanes along the innermost axis, then each access's own width. The
+ * accesses that walk the innermost axis are the ones of the pre pass for
+ * an inner reduction, and all of them for an outer one. */
+static void choose_vector(const fz_problem *pb, fz_plan *p, bool inner) {
+  int last = p->rank - 1;
+  size_t narrow = 0;
+  for (int i = 0; i < p->num_accesses; i++) {
+    const fz_plan_access *a = &p->accesses[i];
+    if (a->strides[last] != 1 || (inner && !is_pre_access(p, i)))
+      continue;
+    size_t s = fz_dtype_size(a->dtype);
+    if (narrow == 0 || s < narrow)
+      narrow = s;
+  }
+  int v = narrow ? (int)(16 / narrow) : 1;
+  if (v > 8)
+    v = 8;
+  while (v > 1 && p->extents[last] % v != 0)
+    v /= 2;
+  /* An outer reduction stores its outputs along the same axis: they
+   * decide the width, as in the pointwise scheduler. */
+  for (; v > 1 && !inner; v /= 2) {
+    bool ok = p->extents[last] % v == 0;
+    for (int i = 0; i < p->num_accesses && ok; i++) {
+      const fz_plan_access *a = &p->accesses[i];
+      if (a->is_output && a->strides[last] == 1)
+        ok = fz_plan_access_can_vectorize(p, a, fz_plan_access_desc(pb, a), v);
+    }
+    if (ok)
+      break;
+  }
+  p->vector = v;
+  for (int i = 0; i < p->num_accesses; i++) {
+    fz_plan_access *a = &p->accesses[i];
+    bool walks = !inner || is_pre_access(p, i);
+    a->vector = v > 1 && walks &&
+                        fz_plan_access_can_vectorize(
+                            p, a, fz_plan_access_desc(pb, a), v)
+                    ? v
+                    : 1;
+  }
+}
+
+/* Inner: block_x threads share a row, block_y rows per block. Each thread
+ * should load several vectors per row (bytes in flight), rows too short
+ * for a warp share one, and too few rows to fill the GPU split R. */
+static void inner_launch(const fz_problem *pb, fz_plan *p) {
+  int64_t rows = fz_plan_kept_points(p);
+  int64_t groups = fz_plan_reduced_points(p) / p->vector;
+  int64_t bx = pow2_ceil(cdiv(groups, 4));
+  if (bx > 512)
+    bx = 512;
+  if (bx < 1)
+    bx = 1;
+  int64_t by = 256 / bx;
+  if (by < 1)
+    by = 1;
+  if (by > pow2_ceil(rows))
+    by = pow2_ceil(rows);
+  p->block_x = (int)bx;
+  p->block_y = (int)by;
+  int64_t tiles = cdiv(rows, by);
+  int64_t blocks_per_sm = 2048 / (bx * by);
+  int64_t resident = (int64_t)pb->device.num_sms * blocks_per_sm;
+  p->split = 1;
+  /* Split R when the tiles leave SMs idle and each split keeps at least
+   * 4 vectors per thread. */
+  if (tiles < resident) {
+    int64_t want = cdiv(resident, tiles);
+    int64_t most = groups / (bx * 4);
+    int64_t s = want < most ? want : most;
+    p->split = s > 1 ? (int)(s > 65535 ? 65535 : s) : 1;
+  }
+  p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
+  int64_t per_thread = cdiv(groups, bx * p->split);
+  p->unroll = per_thread >= 4 ? 4 : per_thread >= 2 ? 2 : 1;
+  p->threads = (int)(bx * by);
+  p->blocks = p->grid_x * p->split;
+}
+
+/* Outer: block_x threads along the kept innermost axis (vector lanes
+ * each), block_y threads along R, combined in shared memory; R is split
+ * across blocks when the kept space gives too few tiles. */
+static void outer_launch(const fz_problem *pb, fz_plan *p) {
+  int64_t kept = fz_plan_kept_points(p) / p->vector;
+  int64_t rlen = fz_plan_reduced_points(p);
+  int64_t bx = 32;
+  if (bx > pow2_ceil(kept))
+    bx = pow2_ceil(kept);
+  int64_t by = 256 / bx;
+  if (by > 32)
+    by = 32;
+  if (by > pow2_ceil(rlen))
+    by = pow2_ceil(rlen);
+  if (by < 1)
+    by = 1;
+  p->block_x = (int)bx;
+  p->block_y = (int)by;
+  int64_t tiles = cdiv(kept, bx);
+  int64_t blocks_per_sm = 2048 / (bx * by);
+  if (blocks_per_sm > 32)
+    blocks_per_sm = 32;
+  int64_t resident = (int64_t)pb->device.num_sms * blocks_per_sm;
+  p->split = 1;
+  if (tiles < resident) {
+    int64_t want = cdiv(resident, tiles);
+    int64_t most = rlen / (by * 8); /* keep 8 rows per thread per split */
+    int64_t s = want < most ? want : most;
+    p->split = s > 1 ? (int)(s > 65535 ? 65535 : s) : 1;
+  }
+  p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
+  int64_t per_thread = cdiv(rlen, by * p->split);
+  p->unroll = per_thread >= 4 ? 4 : per_thread >= 2 ? 2 : 1;
+  p->threads = (int)(bx * by);
+  p->blocks = p->grid_x * p->split;
+}
+
+/* ---- the scheduler ------------------------------------------------------ */
+
+static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                       fz_reason *why, const fz_op *first,
+                       const fz_value *ref, fz_plan **out) {
+  const fz_fusion *f = pb->fusion;
+  char label[64];
+  int64_t ref_sizes[FZ_MAX_RANK];
+  for (int i = 0; i < ref->type.rank; i++)
+    ref_sizes[i] = fz_axis_size(&ref->type.axes[i], pb->symbols);
+  fz_dag_init(d, pb, arena, ref_sizes, ref->type.rank, why);
+  if (!fz_dag_find_maps(d, ref))
+    return false;
+
+  /* The R columns, and every reduction reducing exactly them. */
+  unsigned rcols = 0;
+  for (int i = 0; i < ref->type.rank; i++)
+    if (is_reduced_dim(first, i))
+      rcols |= row_columns(&d->maps[ref->id], i);
+  for (int i = 0; i < f->num_ops; i++) {
+    const fz_op *op = f->ops[i];
+    if (fz_op_table[op->code].kind != FZ_KIND_REDUCTION)
+      continue;
+    const fz_value *in = op->operands[0];
+    fz_value_label(op->result, label, sizeof label);
+    if (!d->has_map[in->id])
+      return fz_dag_decline(d, "reduction %s reads outside the reference space",
+                            label);
+    unsigned reduced = 0, kept = 0;
+    for (int a = 0; a < in->type.rank; a++) {
+      if (is_reduced_dim(op, a))
+        reduced |= row_columns(&d->maps[in->id], a);
+      else
+        kept |= row_columns(&d->maps[in->id], a);
+    }
+    if (reduced != rcols || (kept & rcols))
+      return fz_dag_decline(
+          d, "reduction %s reduces other axes than the first reduction", label);
+  }
+  if (rcols == 0)
+    return fz_dag_decline(d, "the reduced axes all have size 1");
+
+  /* Outputs: post (constant along R) or pre (the full space), each
+   * written exactly once. */
+  int64_t kept_sizes[FZ_MAX_RANK];
+  for (int r = 0; r < d->ref_rank; r++)
+    kept_sizes[r] = (rcols >> r) & 1 ? 1 : ref_sizes[r];
+  for (int i = 0; i < f->num_outputs; i++) {
+    const fz_value *o = f->outputs[i];
+    fz_value_label(o, label, sizeof label);
+    bool post = (map_columns(&d->maps[o->id]) & rcols) == 0;
+    int64_t s[FZ_MAX_RANK] = {0};
+    fz_index_map_strides(&d->maps[o->id], pb->outputs[i].strides, s);
+    const int64_t *space = post ? kept_sizes : ref_sizes;
+    int64_t n = 1;
+    for (int r = 0; r < d->ref_rank; r++)
+      n *= space[r];
+    if (fz_desc_numel(&pb->outputs[i]) != n ||
+        !fz_dense_cover(space, s, d->ref_rank))
+      return fz_dag_decline(d, "output %s is not one-to-one with %s", label,
+                            post ? "the kept space" : "the reference");
+    int src = fz_dag_node(d, o, &d->maps[o->id], post);
+    if (src < 0)
+      return false;
+    fz_dag_store(d, i, src, post);
+  }
+
+  /* Physical order: the pre-pass input access touching most axes. */
+  int64_t order[FZ_MAX_RANK];
+  int best = -1, best_axes = -1;
+  for (int i = 0; i < d->num_accesses; i++) {
+    if (d->accesses[i].is_output)
+      continue;
+    bool pre = false;
+    for (int k = 0; k < d->num_nodes && !pre; k++)
+      pre = d->nodes[k].kind == FZ_NODE_LOAD && d->nodes[k].access == i &&
+            !d->nodes[k].post;
+    if (!pre)
+      continue;
+    int axes = 0;
+    for (int r = 0; r < d->ref_rank; r++)
+      axes += d->ref_strides[i][r] != 0;
+    if (axes > best_axes) {
+      best = i;
+      best_axes = axes;
+    }
+  }
+  int64_t stride = 1;
+  for (int r = d->ref_rank - 1; r >= 0; r--) {
+    order[r] = stride; /* row-major unless an input says otherwise */
+    stride *= ref_sizes[r] > 1 ? ref_sizes[r] : 1;
+  }
+  if (best >= 0)
+    for (int r = 0; r < d->ref_rank; r++)
+      if (d->ref_strides[best][r] != 0)
+        order[r] = d->ref_strides[best][r];
+  bool reduced[FZ_MAX_RANK] = {0};
+  for (int r = 0; r < d->ref_rank; r++)
+    reduced[r] = (rcols >> r) & 1;
+  fz_canon c;
+  fz_dag_canonical(d, order, reduced, &c);
+
+  fz_plan *p = fz_arena_alloc(arena, sizeof *p);
+  p->fusion = f;
+  bool inner = c.reduced[c.rank - 1];
+  p->kind = inner ? FZ_PLAN_INNER_REDUCTION : FZ_PLAN_OUTER_REDUCTION;
+  p->kernel_name =
+      fz_arena_strdup(arena, inner ? "fz_inner_reduction" : "fz_outer_reduction");
+  p->reference = fz_arena_strdup(arena, fz_value_label(ref, label, sizeof label));
+  fz_dag_finish(d, &c, p);
+  choose_vector(pb, p, inner);
+  if (inner)
+    inner_launch(pb, p);
+  else
+    outer_launch(pb, p);
+  int64_t loop = fz_plan_kept_points(p) + p->grid_x * (p->block_x + p->block_y);
+  int64_t rloop = fz_plan_reduced_points(p) +
+                  (int64_t)p->split * p->block_x * p->block_y * p->unroll * p->vector;
+  p->index32 = fz_plan_fits_int32(p, loop > rloop ? loop : rloop);
+  *out = p;
+  return true;
+}
+
+/* The reference space: the first reduction's input, or a value it is
+ * computed from through single-operand ops with more axes (a reshape of a
+ * permuted input, as in seed 004's ReductionOnPermutedReshape, is affine
+ * only from the finer space: merges are, splits are not). Candidates are
+ * tried finest first. */
+static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                  fz_reason *why, fz_plan **out) {
+  const fz_fusion *f = pb->fusion;
+  const fz_op *first = NULL;
+  for (int i = 0; i < f->num_ops && !first; i++)
+    if (fz_op_table[f->ops[i]->code].kind == FZ_KIND_REDUCTION)
+      first = f->ops[i];
+  if (!first) {
+    if (why)
+      snprintf(why->text, sizeof why->text, "fusion has no reduction");
+    return false;
+  }
+  const fz_value *cands[32];
+  int n = 0;
+  int64_t numel = -1;
+  for (const fz_value *v = first->operands[0]; v && n < 32;) {
+    int64_t count = 1;
+    for (int k = 0; k < v->type.rank; k++)
+      count *= fz_axis_size(&v->type.axes[k], pb->symbols);
+    if (numel < 0)
+      numel = count;
+    if (count == numel)
+      cands[n++] = v;
+    if (v->kind != FZ_VALUE_RESULT)
+      break;
+    fz_op_kind kind = fz_op_table[v->def->code].kind;
+    bool through = kind == FZ_KIND_RESHAPE || kind == FZ_KIND_PERMUTE ||
+                   kind == FZ_KIND_SET || kind == FZ_KIND_CAST ||
+                   kind == FZ_KIND_UNARY;
+    v = through ? v->def->operands[0] : NULL;
+  }
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && cands[j]->type.rank > cands[j - 1]->type.rank;
+         j--) {
+      const fz_value *t = cands[j];
+      cands[j] = cands[j - 1];
+      cands[j - 1] = t;
+    }
+  fz_reason first_why = {{0}};
+  for (int i = 0; i < n; i++) {
+    fz_reason w = {{0}};
+    if (build_from(d, pb, arena, &w, first, cands[i], out))
+      return true;
+    if (i == 0 || cands[i] == first->operands[0])
+      first_why = w;
+  }
+  if (why)
+    *why = first_why;
+  return false;
+}
+
+bool fz_reduction_can_schedule(const fz_problem *problem, fz_reason *why) {
+  fz_arena *arena = fz_arena_create();
+  fz_dag d;
+  fz_plan *plan = NULL;
+  bool ok = build(&d, problem, arena, why, &plan);
+  fz_arena_destroy(arena);
+  return ok;
+}
+
+fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
+                                fz_plan **out, fz_error *err) {
+  fz_reason why = {{0}};
+  fz_dag d;
+  if (!build(&d, problem, arena, &why, out))
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                        "reduction scheduler declined: %s", why.text);
+  return FZ_OK;
+}

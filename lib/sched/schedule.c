@@ -1,0 +1,38 @@
+/* schedule.c - choose a scheduler for a fusion and one problem. Each
+ * scheduler is asked in turn; the first that accepts builds the plan, and
+ * when none does, the error lists every reason. Segmentation (splitting a
+ * fusion no scheduler takes whole) will sit on top of this.
+ */
+#include "sched/plan.h"
+
+#include <stdio.h>
+
+typedef struct scheduler {
+  const char *name;
+  bool (*can_schedule)(const fz_problem *, fz_reason *);
+  fz_status (*schedule)(const fz_problem *, fz_arena *, fz_plan **,
+                        fz_error *);
+} scheduler;
+
+static const scheduler schedulers[] = {
+    {"pointwise", fz_pointwise_can_schedule, fz_pointwise_schedule},
+    {"reduction", fz_reduction_can_schedule, fz_reduction_schedule},
+};
+
+fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_error *err) {
+  char reasons[768] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
+    fz_reason why = {{0}};
+    if (schedulers[i].can_schedule(problem, &why))
+      return schedulers[i].schedule(problem, arena, out, err);
+    int n = snprintf(reasons + used, sizeof reasons - used, "%s%s: %s",
+                     used ? "; " : "", schedulers[i].name, why.text);
+    if (n > 0 && (size_t)n < sizeof reasons - used)
+      used += (size_t)n;
+  }
+  return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                      "no scheduler accepts fusion @%s (%s)",
+                      problem->fusion->name, reasons);
+}

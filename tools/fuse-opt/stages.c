@@ -1,0 +1,111 @@
+/* stages.c - fuse-opt's compiler stages after the IR: the kernel plan
+ * (--emit=sched), LLVM IR (--emit=llvm) and PTX (--emit=ptx).
+ *
+ * Without a GPU there is no call to schedule for, so the problem is made
+ * up from the fusion itself: symbols from --bind (8 otherwise), every
+ * tensor laid out as declared (row-major when undeclared; a non-contiguous
+ * axis gets a one-element gap so that it stays visibly non-contiguous),
+ * pointers 16-byte aligned, and the device an H200 (fz_device_info_default)
+ * with --arch's compute capability.
+ */
+#include "fuse-opt.h"
+
+#include "runtime/compile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void layout(const fz_value *v, const int64_t *symbols,
+                   fz_tensor_desc *d) {
+  const fz_type *t = &v->type;
+  *d = (fz_tensor_desc){.dtype = t->dtype, .rank = t->rank, .align = 16};
+  int64_t stride = 1;
+  for (int p = t->rank - 1; p >= 0; p--) {
+    int axis = t->has_layout ? t->alloc_order[p] : p;
+    const fz_axis *ax = &t->axes[axis];
+    d->sizes[axis] = fz_axis_size(ax, symbols);
+    if (t->has_layout && !t->contiguous[p])
+      stride += 1;
+    if (ax->kind == FZ_AXIS_BROADCAST && v->kind == FZ_VALUE_INPUT) {
+      d->strides[axis] = 0; /* an expanded input is a stride-0 view */
+      continue;
+    }
+    d->strides[axis] = stride;
+    stride *= d->sizes[axis] > 1 ? d->sizes[axis] : 1;
+  }
+}
+
+typedef struct stage_problem {
+  fz_arena *arena;
+  int64_t *symbols;
+  fz_problem problem;
+  fz_plan *plan;
+} stage_problem;
+
+static fz_status schedule(fz_fusion *f, const fo_options *o, FILE *out,
+                          stage_problem *sp, fz_error *err) {
+  sp->arena = fz_arena_create();
+  sp->symbols = fo_bind_symbols(f, o, out);
+  if (!sp->symbols)
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  fz_tensor_desc *in = fz_arena_alloc(sp->arena, sizeof *in * (size_t)(f->num_inputs + 1));
+  fz_tensor_desc *outs = fz_arena_alloc(sp->arena, sizeof *outs * (size_t)(f->num_outputs + 1));
+  for (int i = 0; i < f->num_inputs; i++)
+    layout(f->inputs[i], sp->symbols, &in[i]);
+  for (int i = 0; i < f->num_outputs; i++)
+    layout(f->outputs[i], sp->symbols, &outs[i]);
+  sp->problem = (fz_problem){.fusion = f, .inputs = in, .outputs = outs,
+                             .symbols = sp->symbols,
+                             .device = fz_device_info_default(o->sm)};
+  return fz_schedule(&sp->problem, sp->arena, &sp->plan, err);
+}
+
+static void release(stage_problem *sp) {
+  free(sp->symbols);
+  fz_arena_destroy(sp->arena);
+}
+
+fz_status fo_emit_sched(fz_fusion *f, const fo_options *o, FILE *out,
+                        fz_error *err) {
+  stage_problem sp = {0};
+  fz_status st = schedule(f, o, out, &sp, err);
+  if (st == FZ_OK) {
+    fz_buf b = {0};
+    fz_plan_print(sp.plan, &b);
+    char *text = fz_buf_take(&b);
+    if (!text)
+      st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+    else
+      fputs(text, out);
+    free(text);
+  }
+  release(&sp);
+  return st;
+}
+
+static fz_status emit_code(fz_fusion *f, const fo_options *o, FILE *out,
+                           bool llvm, fz_error *err) {
+  stage_problem sp = {0};
+  fz_status st = schedule(f, o, out, &sp, err);
+  if (st == FZ_OK) {
+    fz_compile_options opts = {.sm = o->sm, .opt_level = 3,
+                               .use_cache = false, .want_llvm = llvm};
+    fz_kernel_code code;
+    st = fz_compile_plan(sp.plan, &opts, &code, err);
+    if (st == FZ_OK)
+      fputs(llvm ? code.llvm : code.ptx, out);
+    fz_kernel_code_free(&code);
+  }
+  release(&sp);
+  return st;
+}
+
+fz_status fo_emit_llvm(fz_fusion *f, const fo_options *o, FILE *out,
+                       fz_error *err) {
+  return emit_code(f, o, out, true, err);
+}
+
+fz_status fo_emit_ptx(fz_fusion *f, const fo_options *o, FILE *out,
+                      fz_error *err) {
+  return emit_code(f, o, out, false, err);
+}

@@ -1,0 +1,25 @@
+/* host_data.h - typed host buffers for fuse-run: strided allocation in a
+ * declared layout, random fill, reading elements back as doubles. */
+#ifndef FZ_FUSE_RUN_HOST_DATA_H
+#define FZ_FUSE_RUN_HOST_DATA_H
+
+#include "fz/ir.h"
+
+/* Element i (a raw pointer) of dtype as a double (ints exactly up to 2^53). */
+double host_load(fz_dtype dtype, const void *p);
+/* Store v (already representable, or rounded here) into element p. */
+void host_store(fz_dtype dtype, void *p, double v);
+
+/* Strides for sizes laid out in alloc_order (outermost first); axes listed
+ * as non-contiguous get a gap of `pad` elements after each step. Returns
+ * the number of elements the allocation must span. */
+int64_t host_layout(int rank, const int64_t *sizes, const int *alloc_order,
+                    const bool *contiguous, int64_t pad, int64_t *strides);
+
+/* splitmix64 */
+uint64_t host_random(uint64_t *state);
+/* A random value for dtype: floats in [-1, 1) never 0; ints in [-8, 8)
+ * never 0; bool random. Rounded to the dtype. */
+double host_random_value(fz_dtype dtype, uint64_t *state);
+
+#endif
