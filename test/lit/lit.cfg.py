@@ -16,6 +16,12 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%fz_src", config.fz_source_dir))
 config.substitutions.append(("%examples", os.path.join(config.fz_source_dir, "examples")))
 
-# PTX is assembled by ptxas only where it is installed (the GPU machine).
-if shutil.which("ptxas"):
+# PTX is assembled by ptxas only where it is installed: RUN lines use
+# `%if ptxas %{ ... %}` and the %ptxas substitution.
+ptxas = shutil.which("ptxas")
+for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+    if not ptxas and home and os.path.exists(os.path.join(home, "bin", "ptxas")):
+        ptxas = os.path.join(home, "bin", "ptxas")
+if ptxas:
     config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
