@@ -375,7 +375,7 @@ START_TEST(test_libdevice_find) {
   ck_assert_str_eq(found, file);
 
   /* FZ_LIBDEVICE may name the folder. */
-  replace_env("CUDA_HOME", NULL);
+  free(replace_env("CUDA_HOME", NULL));
   free(replace_env("FZ_LIBDEVICE", dir));
   ck_assert_int_eq(fz_libdevice_find(found, sizeof found, &err), FZ_OK);
   ck_assert_str_eq(found, file);
