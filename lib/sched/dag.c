@@ -187,55 +187,113 @@ static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
 }
 
 static int node_at(fz_dag *d, const fz_value *v, const fz_index_map *m,
-                   bool post, int depth);
+                   fz_space space, int depth);
 
-static int literal_node(fz_dag *d, const fz_value *v, bool post) {
+unsigned fz_map_row_columns(const fz_index_map *m, int row) {
+  unsigned cols = 0;
+  for (int r = 0; r < m->cols; r++)
+    if (m->a[row][r] != 0)
+      cols |= 1u << r;
+  return cols;
+}
+
+unsigned fz_map_columns(const fz_index_map *m) {
+  unsigned cols = 0;
+  for (int i = 0; i < m->rows; i++)
+    cols |= fz_map_row_columns(m, i);
+  return cols;
+}
+
+static fz_plan_node in_space(fz_plan_node n, fz_space space) {
+  n.post = space == FZ_SPACE_ROW;
+  n.column = space == FZ_SPACE_COLUMN;
+  return n;
+}
+
+static bool same_space(const fz_plan_node *n, fz_space space) {
+  return n->post == (space == FZ_SPACE_ROW) &&
+         n->column == (space == FZ_SPACE_COLUMN);
+}
+
+static int literal_node(fz_dag *d, const fz_value *v, fz_space space) {
   for (int i = 0; i < d->num_nodes; i++) {
     const fz_plan_node *n = &d->nodes[i];
-    if (n->kind == FZ_NODE_LITERAL && n->value == v && n->post == post)
+    if (n->kind == FZ_NODE_LITERAL && n->value == v && same_space(n, space))
       return i;
   }
   return push_node(d,
-                   (fz_plan_node){.kind = FZ_NODE_LITERAL,
-                                  .dtype = v->type.dtype,
-                                  .literal = v->literal,
-                                  .value = v,
-                                  .post = post},
+                   in_space((fz_plan_node){.kind = FZ_NODE_LITERAL,
+                                           .dtype = v->type.dtype,
+                                           .literal = v->literal,
+                                           .value = v},
+                            space),
                    NULL);
 }
 
+static bool is_reduced_dim(const fz_op *op, int axis) {
+  for (int k = 0; k < op->num_dims; k++)
+    if (op->dims[k] == axis)
+      return true;
+  return false;
+}
+
 static int reduce_node(fz_dag *d, const fz_op *op, const fz_index_map *m,
-                       bool post, int depth) {
+                       fz_space space, int depth) {
   char label[64];
   const fz_value *v = op->result;
-  if (!post)
+  const fz_value *in = op->operands[0];
+  fz_value_label(v, label, sizeof label);
+  if (!d->persistent && space != FZ_SPACE_ROW)
     return fz_dag_decline(d,
                           "%s is used at every point of the reduced space "
                           "(a normalization: needs the persistent scheduler)",
-                          fz_value_label(v, label, sizeof label)),
+                          label),
            -1;
-  const fz_value *in = op->operands[0];
   if (!d->has_map[in->id] || !d->has_map[v->id] ||
       !fz_index_map_equal(&d->maps[v->id], m))
     return fz_dag_decline(d, "%s is read at points it does not compute",
-                          fz_value_label(v, label, sizeof label)),
+                          label),
            -1;
-  int src = node_at(d, in, &d->maps[in->id], false, depth + 1);
+  fz_space result_space = FZ_SPACE_ROW;
+  if (d->persistent) {
+    unsigned nontrivial = 0, reduced = 0;
+    for (int r = 0; r < d->ref_rank; r++)
+      if (d->ref_sizes[r] > 1)
+        nontrivial |= 1u << r;
+    for (int a = 0; a < in->type.rank; a++)
+      if (is_reduced_dim(op, a))
+        reduced |= fz_map_row_columns(&d->maps[in->id], a);
+    reduced &= nontrivial;
+    if (reduced == (d->rcols & nontrivial))
+      result_space = FZ_SPACE_ROW;
+    else if (reduced == (nontrivial & ~d->rcols))
+      result_space = FZ_SPACE_COLUMN;
+    else
+      return fz_dag_decline(d,
+                            "reduction %s reduces neither the rows' axes nor "
+                            "exactly the other ones",
+                            label),
+             -1;
+  }
+  int src = node_at(d, in, &d->maps[in->id], FZ_SPACE_FULL, depth + 1);
   if (src < 0)
     return -1;
+  for (int i = 0; i < d->num_nodes; i++)
+    if (d->nodes[i].kind == FZ_NODE_REDUCE && d->nodes[i].value == v)
+      return i;
   return push_node(d,
-                   (fz_plan_node){.kind = FZ_NODE_REDUCE,
-                                  .code = op->code,
-                                  .dtype = v->type.dtype,
-                                  .num_operands = 1,
-                                  .operands = {src},
-                                  .value = v,
-                                  .post = true},
+                   in_space((fz_plan_node){.kind = FZ_NODE_REDUCE,
+                                           .code = op->code,
+                                           .dtype = v->type.dtype,
+                                           .num_operands = 1,
+                                           .operands = {src},
+                                           .value = v},
+                            result_space),
                    m);
 }
 
 static int op_node(fz_dag *d, const fz_op *op, const fz_index_map *m,
-                   bool post, int depth) {
+                   fz_space space, int depth) {
   const fz_value *v = op->result;
   char why[200];
   switch (fz_op_table[op->code].kind) {
@@ -254,26 +312,27 @@ static int op_node(fz_dag *d, const fz_op *op, const fz_index_map *m,
         fz_index_map_from_operand(op, 0, &d->maps[o->id], d->problem->symbols,
                                   &fwd) &&
         fz_index_map_equal(&fwd, m))
-      return node_at(d, o, &d->maps[o->id], post, depth + 1);
+      return node_at(d, o, &d->maps[o->id], space, depth + 1);
     if (!fz_index_map_to_operand(op, 0, m, d->problem->symbols, &om, why,
                                  sizeof why))
       return fz_dag_decline(d, "%s", why), -1;
-    return node_at(d, o, &om, post, depth + 1);
+    return node_at(d, o, &om, space, depth + 1);
   }
   case FZ_KIND_UNARY:
   case FZ_KIND_CAST:
   case FZ_KIND_BINARY:
   case FZ_KIND_TERNARY: {
-    fz_plan_node n = {.kind = FZ_NODE_OP, .code = op->code,
-                      .dtype = v->type.dtype,
-                      .num_operands = op->num_operands, .value = v,
-                      .post = post};
+    fz_plan_node n = in_space(
+        (fz_plan_node){.kind = FZ_NODE_OP, .code = op->code,
+                       .dtype = v->type.dtype,
+                       .num_operands = op->num_operands, .value = v},
+        space);
     for (int k = 0; k < op->num_operands; k++) {
       fz_index_map om;
       if (!fz_index_map_to_operand(op, k, m, d->problem->symbols, &om, why,
                                    sizeof why))
         return fz_dag_decline(d, "%s", why), -1;
-      n.operands[k] = node_at(d, op->operands[k], &om, post, depth + 1);
+      n.operands[k] = node_at(d, op->operands[k], &om, space, depth + 1);
       if (n.operands[k] < 0)
         return -1;
     }
@@ -281,35 +340,38 @@ static int op_node(fz_dag *d, const fz_op *op, const fz_index_map *m,
   }
   case FZ_KIND_FULL:
     return push_node(d,
-                     (fz_plan_node){.kind = FZ_NODE_LITERAL,
-                                    .dtype = v->type.dtype,
-                                    .literal = op->fill,
-                                    .value = v,
-                                    .post = post},
+                     in_space((fz_plan_node){.kind = FZ_NODE_LITERAL,
+                                             .dtype = v->type.dtype,
+                                             .literal = op->fill,
+                                             .value = v},
+                              space),
                      m);
   case FZ_KIND_IOTA: {
-    fz_plan_node n = {.kind = FZ_NODE_IOTA, .dtype = v->type.dtype,
-                      .literal = op->iota_start, .step = op->iota_step,
-                      .value = v, .post = post};
+    fz_plan_node n = in_space(
+        (fz_plan_node){.kind = FZ_NODE_IOTA, .dtype = v->type.dtype,
+                       .literal = op->iota_start, .step = op->iota_step,
+                       .value = v},
+        space);
     for (int r = 0; r < m->cols; r++)
       n.coeff[r] = m->rows ? m->a[0][r] : 0;
     return push_node(d, n, m);
   }
   case FZ_KIND_REDUCTION:
-    return reduce_node(d, op, m, post, depth);
+    return reduce_node(d, op, m, space, depth);
   }
   return -1;
 }
 
 static int node_at(fz_dag *d, const fz_value *v, const fz_index_map *m,
-                   bool post, int depth) {
+                   fz_space space, int depth) {
   if (depth > 10000)
     return fz_dag_decline(d, "fusion too deep"), -1;
   if (v->kind == FZ_VALUE_LITERAL)
-    return literal_node(d, v, post);
+    return literal_node(d, v, space);
   for (int i = 0; i < d->num_nodes; i++)
     if (d->nodes[i].value == v && d->nodes[i].kind != FZ_NODE_STORE &&
-        d->nodes[i].post == post && fz_index_map_equal(&d->node_maps[i], m))
+        d->nodes[i].kind != FZ_NODE_REDUCE && same_space(&d->nodes[i], space) &&
+        fz_index_map_equal(&d->node_maps[i], m))
       return i;
   if (v->kind == FZ_VALUE_INPUT) {
     const fz_tensor_desc *t = &d->problem->inputs[v->input_index];
@@ -317,31 +379,74 @@ static int node_at(fz_dag *d, const fz_value *v, const fz_index_map *m,
     fz_index_map_strides(m, t->strides, strides);
     int a = push_access(d, false, v->input_index, v->type.dtype, strides);
     return push_node(d,
-                     (fz_plan_node){.kind = FZ_NODE_LOAD,
-                                    .dtype = v->type.dtype, .access = a,
-                                    .value = v, .post = post},
+                     in_space((fz_plan_node){.kind = FZ_NODE_LOAD,
+                                             .dtype = v->type.dtype,
+                                             .access = a, .value = v},
+                              space),
                      m);
   }
-  return op_node(d, v->def, m, post, depth);
+  return op_node(d, v->def, m, space, depth);
 }
 
 int fz_dag_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
                 bool post) {
-  return node_at(d, v, m, post, 0);
+  return node_at(d, v, m, post ? FZ_SPACE_ROW : FZ_SPACE_FULL, 0);
+}
+
+int fz_dag_node_in(fz_dag *d, const fz_value *v, const fz_index_map *m,
+                   fz_space space) {
+  return node_at(d, v, m, space, 0);
 }
 
 int fz_dag_store(fz_dag *d, int output, int source, bool post) {
+  return fz_dag_store_in(d, output, source,
+                         post ? FZ_SPACE_ROW : FZ_SPACE_FULL);
+}
+
+int fz_dag_store_in(fz_dag *d, int output, int source, fz_space space) {
   const fz_value *o = d->problem->fusion->outputs[output];
   int64_t s[FZ_MAX_RANK] = {0};
   fz_index_map_strides(&d->maps[o->id], d->problem->outputs[output].strides,
                        s);
   int a = push_access(d, true, output, o->type.dtype, s);
   return push_node(d,
-                   (fz_plan_node){.kind = FZ_NODE_STORE,
-                                  .dtype = o->type.dtype, .num_operands = 1,
-                                  .operands = {source}, .access = a,
-                                  .value = o, .post = post},
+                   in_space((fz_plan_node){.kind = FZ_NODE_STORE,
+                                           .dtype = o->type.dtype,
+                                           .num_operands = 1,
+                                           .operands = {source}, .access = a,
+                                           .value = o},
+                            space),
                    NULL);
+}
+
+int fz_dag_reference_candidates(const fz_problem *pb, const fz_op *reduction,
+                                const fz_value **cands, int max) {
+  int n = 0;
+  int64_t numel = -1;
+  for (const fz_value *v = reduction->operands[0]; v && n < max;) {
+    int64_t count = 1;
+    for (int k = 0; k < v->type.rank; k++)
+      count *= fz_axis_size(&v->type.axes[k], pb->symbols);
+    if (numel < 0)
+      numel = count;
+    if (count == numel)
+      cands[n++] = v;
+    if (v->kind != FZ_VALUE_RESULT)
+      break;
+    fz_op_kind kind = fz_op_table[v->def->code].kind;
+    bool through = kind == FZ_KIND_RESHAPE || kind == FZ_KIND_PERMUTE ||
+                   kind == FZ_KIND_SET || kind == FZ_KIND_CAST ||
+                   kind == FZ_KIND_UNARY;
+    v = through ? v->def->operands[0] : NULL;
+  }
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && cands[j]->type.rank > cands[j - 1]->type.rank;
+         j--) {
+      const fz_value *t = cands[j];
+      cands[j] = cands[j - 1];
+      cands[j - 1] = t;
+    }
+  return n;
 }
 
 void fz_dag_canonical(const fz_dag *d, const int64_t *order_strides,

@@ -30,7 +30,20 @@ typedef struct fz_dag {
   fz_plan_access *accesses;
   int64_t (*ref_strides)[FZ_MAX_RANK]; /* per access, per reference axis */
   int num_accesses, cap_accesses;
+  /* Persistent plans: reduction results may be used back in the full
+   * space; a reduction over exactly `rcols` (reference axes, as a bit set)
+   * is a row reduction, one over the other non-trivial axes a column
+   * reduction. */
+  bool persistent;
+  unsigned rcols;
 } fz_dag;
+
+/* The space a node is computed in (see plan.h). */
+typedef enum fz_space {
+  FZ_SPACE_FULL,
+  FZ_SPACE_ROW,    /* node->post */
+  FZ_SPACE_COLUMN, /* node->column */
+} fz_space;
 
 /* The canonical space: reference axes in physical order, size-1 axes
  * dropped, neighbours of the same kind merged where every access and iota
@@ -55,6 +68,20 @@ int fz_dag_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
                 bool post);
 /* Store node for output i (its map from fz_dag_find_maps). */
 int fz_dag_store(fz_dag *d, int output, int source, bool post);
+/* The same, for any space. */
+int fz_dag_node_in(fz_dag *d, const fz_value *v, const fz_index_map *m,
+                   fz_space space);
+int fz_dag_store_in(fz_dag *d, int output, int source, fz_space space);
+/* Columns (reference axes, as a bit set) a row of a map touches, and all
+ * rows together. */
+unsigned fz_map_row_columns(const fz_index_map *m, int row);
+unsigned fz_map_columns(const fz_index_map *m);
+/* Reference-space candidates for a reduction: its input, then values it
+ * is computed from through single-operand ops with the same number of
+ * elements, more axes first (a reshape is affine from the finer space).
+ * Returns the count (at most max). */
+int fz_dag_reference_candidates(const fz_problem *pb, const fz_op *reduction,
+                                const fz_value **out, int max);
 /* Canonical axes, physical order taken from `order_strides` (per
  * reference axis; larger is outer; ties keep logical order); `reduced`
  * (may be NULL) marks reference axes that are reduced. */

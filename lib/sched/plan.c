@@ -58,8 +58,17 @@ fz_dtype fz_reduce_acc_dtype(fz_dtype result) {
   }
 }
 
+static bool has_workspace(const fz_plan *p) {
+  return p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT ||
+         ((p->kind == FZ_PLAN_INNER_REDUCTION ||
+           p->kind == FZ_PLAN_OUTER_REDUCTION) &&
+          p->split > 1);
+}
+
 int64_t fz_plan_num_tiles(const fz_plan *p) {
-  if (p->kind == FZ_PLAN_INNER_REDUCTION)
+  if (p->kind == FZ_PLAN_INNER_REDUCTION ||
+      p->kind == FZ_PLAN_INNER_PERSISTENT ||
+      p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT)
     return (fz_plan_kept_points(p) + p->block_y - 1) / p->block_y;
   if (p->kind == FZ_PLAN_OUTER_REDUCTION) {
     int64_t lanes = (int64_t)p->block_x * p->vector;
@@ -69,8 +78,16 @@ int64_t fz_plan_num_tiles(const fz_plan *p) {
 }
 
 size_t fz_plan_workspace_bytes(const fz_plan *p) {
-  if (!is_reduction(p) || p->split <= 1)
+  if (!has_workspace(p))
     return 0;
+  if (p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT) {
+    /* one row of column partials per block and column REDUCE node */
+    size_t bytes = 0;
+    for (int i = 0; i < p->num_nodes; i++)
+      if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column)
+        bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
+    return bytes * (size_t)fz_plan_reduced_points(p) * (size_t)p->grid_x;
+  }
   size_t bytes = 0;
   for (int i = 0; i < p->num_nodes; i++)
     if (p->nodes[i].kind == FZ_NODE_REDUCE)
@@ -79,14 +96,16 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
 }
 
 size_t fz_plan_counter_bytes(const fz_plan *p) {
-  if (!is_reduction(p) || p->split <= 1)
+  if (!has_workspace(p))
     return 0;
+  if (p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT)
+    return 8; /* grid barrier: arrivals, generation */
   return 4 * (size_t)fz_plan_num_tiles(p);
 }
 
 int fz_plan_num_params(const fz_plan *p) {
   int n = p->num_accesses + 1 + p->rank + p->num_accesses * (p->rank + 1);
-  if (is_reduction(p) && p->split > 1)
+  if (has_workspace(p))
     n += 2;
   return n;
 }
@@ -111,6 +130,10 @@ static const char *kind_name(fz_plan_kind k) {
     return "inner-reduction";
   case FZ_PLAN_OUTER_REDUCTION:
     return "outer-reduction";
+  case FZ_PLAN_INNER_PERSISTENT:
+    return "inner-persistent";
+  case FZ_PLAN_INNER_OUTER_PERSISTENT:
+    return "inner-outer-persistent";
   }
   return "?";
 }
@@ -134,9 +157,15 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
     const char *dt = fz_dtype_name(n->dtype);
-    if (is_reduction(p) && (int)n->post != domain) {
+    bool persistent = p->kind == FZ_PLAN_INNER_PERSISTENT ||
+                      p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+    if (is_reduction(p) && !persistent && (int)n->post != domain) {
       fz_buf_puts(b, n->post ? "  post:\n" : "  pre:\n");
       domain = n->post;
+    }
+    if (persistent) {
+      const char *space = n->post ? "row" : n->column ? "col" : "full";
+      fz_buf_printf(b, "  [%s p%d]", space, n->phase);
     }
     switch (n->kind) {
     case FZ_NODE_LOAD:
@@ -183,8 +212,9 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
                 kind_name(p->kind), p->rank, p->vector, p->unroll, p->threads,
                 p->index32 ? 32 : 64);
   if (is_reduction(p)) {
-    fz_buf_printf(&b, "block=%dx%d split=%s reduced=", p->block_x, p->block_y,
-                  p->split > 1 ? "grid" : "none");
+    fz_buf_printf(&b, "block=%dx%d split=%s persistent=%d phases=%d%s reduced=",
+                  p->block_x, p->block_y, p->split > 1 ? "grid" : "none",
+                  p->persistent, p->phases, p->cooperative ? " coop" : "");
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
     fz_buf_puts(&b, "\n");
@@ -214,7 +244,14 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   p->extents[k]);
   fz_buf_printf(b, "] reference %s index%d\n", p->reference,
                 p->index32 ? 32 : 64);
-  if (is_reduction(p))
+  if (p->kind == FZ_PLAN_INNER_PERSISTENT ||
+      p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT)
+    fz_buf_printf(b,
+                  "  launch grid=%" PRId64 " block=%dx%d vector=%d "
+                  "persistent=%d phases=%d%s\n",
+                  p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
+                  p->phases, p->cooperative ? " cooperative" : "");
+  else if (is_reduction(p))
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 "x%d block=%dx%d vector=%d "
                   "unroll=%d%s\n",

@@ -59,6 +59,12 @@ typedef enum fz_plan_kind {
   FZ_PLAN_POINTWISE,
   FZ_PLAN_INNER_REDUCTION, /* innermost canonical axis reduced */
   FZ_PLAN_OUTER_REDUCTION, /* innermost canonical axis kept */
+  /* Persistent normalization: each row (R, innermost) is read once into
+   * registers and reused by reductions that feed back into it (softmax,
+   * layer norm); INNER_OUTER adds column reductions over the rows (layer
+   * norm backward's grad-weight and grad-bias) in the same pass. */
+  FZ_PLAN_INNER_PERSISTENT,
+  FZ_PLAN_INNER_OUTER_PERSISTENT,
 } fz_plan_kind;
 
 /* A global tensor the kernel reads or writes through an affine map. */
@@ -100,6 +106,17 @@ typedef struct fz_plan_node {
    * true for nodes evaluated once per kept (I) point after the
    * reductions (REDUCE nodes themselves, the epilogue, its stores). */
   bool post;
+  /* Persistent plans. A node is in one of three spaces: the full space
+   * (post and column false: varies along rows and columns), a row's space
+   * (post: constant along R, e.g. a row REDUCE node, mean or rstd
+   * outputs) or a column's space (column: constant along the kept axes,
+   * e.g. a column REDUCE node over the rows, grad-weight). `phase` orders
+   * the work within a row: full-space nodes of phase p use row REDUCE
+   * nodes of phases < p; a row REDUCE node of phase p accumulates
+   * full-space nodes of phase p - 1. Column REDUCE nodes accumulate across
+   * every row a block processes, then across blocks. */
+  bool column;
+  int phase;
 } fz_plan_node;
 
 typedef struct fz_plan {
@@ -133,6 +150,16 @@ typedef struct fz_plan {
   int block_x, block_y;
   int64_t grid_x;
   int split;
+  /* Persistent plans: each thread of a row holds `persistent` vector
+   * groups of the row in registers (groups g = tx + k*block_x, k <
+   * persistent); `phases` is the number of row-reduction rounds. An
+   * INNER_OUTER plan is launched cooperatively (all grid_x blocks
+   * resident; the executor may lower grid_x to what fits) so that after
+   * the rows, every block takes part in combining the column partials
+   * (grid-wide barrier on a counter in the workspace). */
+  int persistent;
+  int phases;
+  bool cooperative;
 } fz_plan;
 
 /* ---- kernel parameters: the one place lowering and launch agree ------- *
@@ -189,8 +216,21 @@ bool fz_reduction_can_schedule(const fz_problem *problem, fz_reason *why);
 fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
                                 fz_plan **out, fz_error *err);
 
+/* persistent.c: accepts fusions whose reductions reduce either the
+ * physically innermost axes of one space (row reductions, whose results
+ * may be used back in the full space: normalizations) or exactly the
+ * other axes (column reductions, with row reductions present), when a row
+ * fits in registers. */
+bool fz_persistent_can_schedule(const fz_problem *problem, fz_reason *why);
+fz_status fz_persistent_schedule(const fz_problem *problem, fz_arena *arena,
+                                 fz_plan **out, fz_error *err);
+
 /* schedule.c: pick the scheduler for a whole fusion (one segment for now). */
 fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_error *err);
+/* Each scheduler's verdict on the whole fusion, one line each (--explain). */
+void fz_schedule_explain(const fz_problem *problem, fz_buf *out);
+/* Name of the scheduler fz_schedule would use, or NULL. */
+const char *fz_schedule_pick(const fz_problem *problem);
 
 #endif

@@ -31,27 +31,11 @@ static int64_t pow2_ceil(int64_t n) {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Columns (reference axes) a row of a map touches. */
-static unsigned row_columns(const fz_index_map *m, int row) {
-  unsigned cols = 0;
-  for (int r = 0; r < m->cols; r++)
-    if (m->a[row][r] != 0)
-      cols |= 1u << r;
-  return cols;
-}
-
 static bool is_reduced_dim(const fz_op *op, int axis) {
   for (int d = 0; d < op->num_dims; d++)
     if (op->dims[d] == axis)
       return true;
   return false;
-}
-
-static unsigned map_columns(const fz_index_map *m) {
-  unsigned cols = 0;
-  for (int i = 0; i < m->rows; i++)
-    cols |= row_columns(m, i);
-  return cols;
 }
 
 /* ---- heuristics --------------------------------------------------------- */
@@ -200,7 +184,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   unsigned rcols = 0;
   for (int i = 0; i < ref->type.rank; i++)
     if (is_reduced_dim(first, i))
-      rcols |= row_columns(&d->maps[ref->id], i);
+      rcols |= fz_map_row_columns(&d->maps[ref->id], i);
   for (int i = 0; i < f->num_ops; i++) {
     const fz_op *op = f->ops[i];
     if (fz_op_table[op->code].kind != FZ_KIND_REDUCTION)
@@ -213,9 +197,9 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     unsigned reduced = 0, kept = 0;
     for (int a = 0; a < in->type.rank; a++) {
       if (is_reduced_dim(op, a))
-        reduced |= row_columns(&d->maps[in->id], a);
+        reduced |= fz_map_row_columns(&d->maps[in->id], a);
       else
-        kept |= row_columns(&d->maps[in->id], a);
+        kept |= fz_map_row_columns(&d->maps[in->id], a);
     }
     if (reduced != rcols || (kept & rcols))
       return fz_dag_decline(
@@ -232,7 +216,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   for (int i = 0; i < f->num_outputs; i++) {
     const fz_value *o = f->outputs[i];
     fz_value_label(o, label, sizeof label);
-    bool post = (map_columns(&d->maps[o->id]) & rcols) == 0;
+    bool post = (fz_map_columns(&d->maps[o->id]) & rcols) == 0;
     int64_t s[FZ_MAX_RANK] = {0};
     fz_index_map_strides(&d->maps[o->id], pb->outputs[i].strides, s);
     const int64_t *space = post ? kept_sizes : ref_sizes;
@@ -323,31 +307,7 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     return false;
   }
   const fz_value *cands[32];
-  int n = 0;
-  int64_t numel = -1;
-  for (const fz_value *v = first->operands[0]; v && n < 32;) {
-    int64_t count = 1;
-    for (int k = 0; k < v->type.rank; k++)
-      count *= fz_axis_size(&v->type.axes[k], pb->symbols);
-    if (numel < 0)
-      numel = count;
-    if (count == numel)
-      cands[n++] = v;
-    if (v->kind != FZ_VALUE_RESULT)
-      break;
-    fz_op_kind kind = fz_op_table[v->def->code].kind;
-    bool through = kind == FZ_KIND_RESHAPE || kind == FZ_KIND_PERMUTE ||
-                   kind == FZ_KIND_SET || kind == FZ_KIND_CAST ||
-                   kind == FZ_KIND_UNARY;
-    v = through ? v->def->operands[0] : NULL;
-  }
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && cands[j]->type.rank > cands[j - 1]->type.rank;
-         j--) {
-      const fz_value *t = cands[j];
-      cands[j] = cands[j - 1];
-      cands[j - 1] = t;
-    }
+  int n = fz_dag_reference_candidates(pb, first, cands, 32);
   fz_reason first_why = {{0}};
   for (int i = 0; i < n; i++) {
     fz_reason w = {{0}};

@@ -17,6 +17,7 @@ typedef struct scheduler {
 static const scheduler schedulers[] = {
     {"pointwise", fz_pointwise_can_schedule, fz_pointwise_schedule},
     {"reduction", fz_reduction_can_schedule, fz_reduction_schedule},
+    {"persistent", fz_persistent_can_schedule, fz_persistent_schedule},
 };
 
 fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
@@ -35,4 +36,22 @@ fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
   return fz_error_set(err, FZ_ERR_UNSUPPORTED,
                       "no scheduler accepts fusion @%s (%s)",
                       problem->fusion->name, reasons);
+}
+
+void fz_schedule_explain(const fz_problem *problem, fz_buf *out) {
+  for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
+    fz_reason why = {{0}};
+    bool ok = schedulers[i].can_schedule(problem, &why);
+    fz_buf_printf(out, "  %-11s %s%s%s\n", schedulers[i].name,
+                  ok ? "accepts" : "rejects", ok ? "" : ": ", why.text);
+  }
+}
+
+const char *fz_schedule_pick(const fz_problem *problem) {
+  for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
+    fz_reason why = {{0}};
+    if (schedulers[i].can_schedule(problem, &why))
+      return schedulers[i].name;
+  }
+  return NULL;
 }

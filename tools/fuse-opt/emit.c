@@ -25,6 +25,9 @@ static const fo_emitter emitters[] = {
     {"ir", "the Fusion IR in the text format (the default)", emit_ir},
     {"sched", "the kernel plan of each scheduler's choice (sizes from --bind)",
      fo_emit_sched},
+    {"segments", "the segments and the scheduler of each", fo_emit_segments},
+    {"explain", "every scheduler's verdict on each segment candidate",
+     fo_emit_explain},
     {"llvm", "the kernel's LLVM IR after the O3 pipeline", fo_emit_llvm},
     {"ptx", "the kernel's PTX for --arch (default sm_90)", fo_emit_ptx},
 };

@@ -83,6 +83,44 @@ fz_status fo_emit_sched(fz_fusion *f, const fo_options *o, FILE *out,
   return st;
 }
 
+/* Segments: every fusion is one segment until segmentation lands; a
+ * fusion no scheduler accepts is reported with each scheduler's reason. */
+fz_status fo_emit_segments(fz_fusion *f, const fo_options *o, FILE *out,
+                           fz_error *err) {
+  stage_problem sp = {0};
+  fz_status st = schedule(f, o, out, &sp, err);
+  const char *name = fz_schedule_pick(&sp.problem);
+  if (st == FZ_OK) {
+    fprintf(out, "segments @%s: 1\n", f->name);
+    fprintf(out, "  segment 0: %d ops, scheduler %s, kernel %s\n", f->num_ops,
+            name ? name : "?", sp.plan->kernel_name);
+  }
+  release(&sp);
+  return st;
+}
+
+fz_status fo_emit_explain(fz_fusion *f, const fo_options *o, FILE *out,
+                          fz_error *err) {
+  stage_problem sp = {0};
+  fz_status st = schedule(f, o, out, &sp, err);
+  if (!sp.symbols) {
+    release(&sp);
+    return st;
+  }
+  fprintf(out, "explain @%s (the whole fusion as one segment):\n", f->name);
+  fz_buf b = {0};
+  fz_schedule_explain(&sp.problem, &b);
+  char *text = fz_buf_take(&b);
+  if (text)
+    fputs(text, out);
+  free(text);
+  release(&sp);
+  /* Explaining a rejection is a successful explanation. */
+  (void)st;
+  *err = (fz_error){0};
+  return FZ_OK;
+}
+
 static fz_status emit_code(fz_fusion *f, const fo_options *o, FILE *out,
                            bool llvm, fz_error *err) {
   stage_problem sp = {0};

@@ -1,0 +1,350 @@
+/* persistent.c - persistent normalizations: softmax, layer norm, RMS norm
+ * forward (row reductions used back in the row), and the inner-outer
+ * kernel of their backwards (seed 000): row reductions for grad-input and,
+ * in the same pass, column reductions over the rows for grad-weight and
+ * grad-bias.
+ *
+ * Steps, as a script:
+ *  1. The reference space, as for reductions (the first reduction's input
+ *     or a finer space it is computed from). Every value gets a map.
+ *  2. The physical order comes from the inputs read in the full space;
+ *     the rows are the reductions that reduce the physically innermost
+ *     axis (with whatever else they reduce: their set R); every other
+ *     reduction must reduce exactly the remaining axes (a column
+ *     reduction). Whether a post-reduction broadcast denotes the reduced
+ *     axis is decided by the maps, through any chain of broadcast, set,
+ *     squeeze, expand and reshape: the question seed 000 got wrong.
+ *  3. Outputs live in the full space, a row's space or a column's space,
+ *     by the axes their map touches; each must be written exactly once.
+ *  4. The DAG with spaces and phases: a full-space node's phase is the
+ *     number of row-reduction rounds it waits for.
+ *  5. Heuristics: the row is split over block_x threads holding
+ *     `persistent` 16-byte groups each in registers; short rows share a
+ *     block; an inner-outer plan runs as many blocks as can be resident
+ *     (cooperative), each looping over rows and keeping column partials
+ *     in registers.
+ */
+#include "sched/dag.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int64_t pow2_ceil(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static bool is_reduced_dim(const fz_op *op, int axis) {
+  for (int d = 0; d < op->num_dims; d++)
+    if (op->dims[d] == axis)
+      return true;
+  return false;
+}
+
+/* Physical order of the reference axes: the strides, through its map, of
+ * the input that spans most of them; row-major where none says. */
+static void physical_order(const fz_dag *d, const int64_t *sizes,
+                           int64_t *order) {
+  const fz_fusion *f = d->problem->fusion;
+  int64_t stride = 1;
+  for (int r = d->ref_rank - 1; r >= 0; r--) {
+    order[r] = stride;
+    stride *= sizes[r] > 1 ? sizes[r] : 1;
+  }
+  int best = -1, best_axes = 0;
+  int64_t best_strides[FZ_MAX_RANK] = {0};
+  for (int i = 0; i < f->num_inputs; i++) {
+    const fz_value *in = f->inputs[i];
+    if (!d->has_map[in->id])
+      continue;
+    int64_t s[FZ_MAX_RANK] = {0};
+    fz_index_map_strides(&d->maps[in->id], d->problem->inputs[i].strides, s);
+    int axes = 0;
+    for (int r = 0; r < d->ref_rank; r++)
+      axes += s[r] != 0 && sizes[r] > 1;
+    if (axes > best_axes) {
+      best = i;
+      best_axes = axes;
+      memcpy(best_strides, s, sizeof s);
+    }
+  }
+  if (best >= 0)
+    for (int r = 0; r < d->ref_rank; r++)
+      if (best_strides[r] != 0)
+        order[r] = best_strides[r];
+}
+
+static bool dense_in(const fz_dag *d, const fz_problem *pb, int output,
+                     const int64_t *space) {
+  const fz_value *o = pb->fusion->outputs[output];
+  int64_t s[FZ_MAX_RANK] = {0};
+  fz_index_map_strides(&d->maps[o->id], pb->outputs[output].strides, s);
+  int64_t n = 1;
+  for (int r = 0; r < d->ref_rank; r++)
+    n *= space[r];
+  return fz_desc_numel(&pb->outputs[output]) == n &&
+         fz_dense_cover(space, s, d->ref_rank);
+}
+
+static void assign_phases(fz_plan *p) {
+  p->phases = 0;
+  for (int i = 0; i < p->num_nodes; i++) {
+    fz_plan_node *n = &p->nodes[i];
+    int phase = 0;
+    for (int k = 0; k < n->num_operands; k++) {
+      const fz_plan_node *o = &p->nodes[n->operands[k]];
+      int op_phase = o->phase;
+      if (o->kind == FZ_NODE_REDUCE && o->post)
+        op_phase = o->phase; /* already counts its own round */
+      if (op_phase > phase)
+        phase = op_phase;
+    }
+    if (n->kind == FZ_NODE_REDUCE && n->post)
+      phase += 1;
+    n->phase = phase;
+    if (n->kind == FZ_NODE_REDUCE && n->post && phase > p->phases)
+      p->phases = phase;
+  }
+}
+
+static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
+  int last = p->rank - 1;
+  size_t narrow = 0;
+  int full_loads = 0;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_LOAD || n->post || n->column)
+      continue;
+    const fz_plan_access *a = &p->accesses[n->access];
+    /* only what varies along the row is held in registers per element */
+    full_loads += a->strides[last] != 0;
+    size_t s = fz_dtype_size(a->dtype);
+    if (a->strides[last] == 1 && (narrow == 0 || s < narrow))
+      narrow = s;
+  }
+  int v = narrow ? (int)(16 / narrow) : 1;
+  if (v > 8)
+    v = 8;
+  while (v > 1 && p->extents[last] % v != 0)
+    v /= 2;
+  p->vector = v;
+  for (int i = 0; i < p->num_accesses; i++) {
+    fz_plan_access *a = &p->accesses[i];
+    a->vector = v > 1 && fz_plan_access_can_vectorize(
+                             p, a, fz_plan_access_desc(pb, a), v)
+                    ? v
+                    : 1;
+  }
+
+  int64_t rows = fz_plan_kept_points(p);
+  int64_t groups = fz_plan_reduced_points(p) / v;
+  int64_t bx = groups < 32 ? pow2_ceil(groups) : 32;
+  while (cdiv(groups, bx) > 8 && bx < 1024)
+    bx *= 2;
+  int64_t per_thread = cdiv(groups, bx);
+  if (per_thread > 16)
+    return fz_dag_decline(d,
+                          "a row of %lld elements does not fit in the "
+                          "registers of one block",
+                          (long long)fz_plan_reduced_points(p));
+  if (per_thread * v * (full_loads ? full_loads : 1) > 128)
+    return fz_dag_decline(d,
+                          "%d row tensors of %lld elements do not fit in "
+                          "registers",
+                          full_loads, (long long)fz_plan_reduced_points(p));
+  int64_t by = bx < 128 ? 128 / bx : 1;
+  if (by > pow2_ceil(rows))
+    by = pow2_ceil(rows);
+  p->block_x = (int)bx;
+  p->block_y = (int)by;
+  p->persistent = (int)per_thread;
+  p->threads = (int)(bx * by);
+  p->unroll = 1;
+  p->split = 1;
+  int64_t tiles = cdiv(rows, by);
+  int64_t blocks_per_sm = 2048 / (bx * by);
+  if (blocks_per_sm > 16)
+    blocks_per_sm = 16;
+  if (p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT) {
+    /* Every block must be resident (cooperative launch); the executor
+     * lowers grid_x further if the kernel's registers allow fewer. */
+    int64_t resident = (int64_t)pb->device.num_sms * (blocks_per_sm > 2 ? 2 : blocks_per_sm);
+    p->grid_x = tiles < resident ? tiles : resident;
+    p->cooperative = true;
+  } else {
+    int64_t cap = (int64_t)pb->device.num_sms * blocks_per_sm * 8;
+    p->grid_x = tiles < cap ? tiles : cap;
+  }
+  p->blocks = p->grid_x;
+  int64_t bound = rows + p->grid_x * by + fz_plan_reduced_points(p) + bx * v;
+  p->index32 = fz_plan_fits_int32(p, bound);
+  return true;
+}
+
+static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                       fz_reason *why, const fz_value *ref, fz_plan **out) {
+  const fz_fusion *f = pb->fusion;
+  char label[64];
+  int64_t sizes[FZ_MAX_RANK];
+  for (int i = 0; i < ref->type.rank; i++)
+    sizes[i] = fz_axis_size(&ref->type.axes[i], pb->symbols);
+  fz_dag_init(d, pb, arena, sizes, ref->type.rank, why);
+  if (!fz_dag_find_maps(d, ref))
+    return false;
+  int64_t order[FZ_MAX_RANK];
+  physical_order(d, sizes, order);
+  unsigned nontrivial = 0;
+  int inner = -1;
+  for (int r = 0; r < d->ref_rank; r++) {
+    if (sizes[r] <= 1)
+      continue;
+    nontrivial |= 1u << r;
+    if (inner < 0 || order[r] < order[inner])
+      inner = r;
+  }
+  if (inner < 0)
+    return fz_dag_decline(d, "the reference space has no axis longer than 1");
+
+  /* Rows: reductions over the innermost axis; columns: the rest. */
+  unsigned rcols = 0;
+  bool columns = false;
+  for (int i = 0; i < f->num_ops; i++) {
+    const fz_op *op = f->ops[i];
+    if (fz_op_table[op->code].kind != FZ_KIND_REDUCTION)
+      continue;
+    const fz_value *in = op->operands[0];
+    fz_value_label(op->result, label, sizeof label);
+    if (!d->has_map[in->id])
+      return fz_dag_decline(d, "reduction %s reads outside the reference space",
+                            label);
+    unsigned reduced = 0;
+    for (int a = 0; a < in->type.rank; a++)
+      if (is_reduced_dim(op, a))
+        reduced |= fz_map_row_columns(&d->maps[in->id], a);
+    reduced &= nontrivial;
+    if (reduced & (1u << inner)) {
+      if (rcols && rcols != reduced)
+        return fz_dag_decline(d, "row reductions reduce different axes (%s)",
+                              label);
+      rcols = reduced;
+    } else {
+      columns = true;
+    }
+  }
+  if (!rcols)
+    return fz_dag_decline(d, "no reduction reduces the physically innermost "
+                             "axis (an outer normalization)");
+  if (rcols == nontrivial && columns)
+    return fz_dag_decline(d, "rows reduce every axis, so there are no columns");
+  d->persistent = true;
+  d->rcols = rcols;
+
+  int64_t row_space[FZ_MAX_RANK], col_space[FZ_MAX_RANK];
+  for (int r = 0; r < d->ref_rank; r++) {
+    bool in_r = (rcols >> r) & 1;
+    row_space[r] = in_r ? 1 : sizes[r];
+    col_space[r] = in_r ? sizes[r] : 1;
+  }
+  for (int i = 0; i < f->num_outputs; i++) {
+    const fz_value *o = f->outputs[i];
+    fz_value_label(o, label, sizeof label);
+    unsigned cols = fz_map_columns(&d->maps[o->id]) & nontrivial;
+    fz_space space = (cols & rcols) && (cols & ~rcols) ? FZ_SPACE_FULL
+                     : (cols & rcols)                  ? FZ_SPACE_COLUMN
+                                                       : FZ_SPACE_ROW;
+    const int64_t *extent = space == FZ_SPACE_FULL  ? sizes
+                            : space == FZ_SPACE_ROW ? row_space
+                                                    : col_space;
+    if (!dense_in(d, pb, i, extent))
+      return fz_dag_decline(d, "output %s is not one-to-one with its space",
+                            label);
+    int src = fz_dag_node_in(d, o, &d->maps[o->id], space);
+    if (src < 0)
+      return false;
+    fz_dag_store_in(d, i, src, space);
+  }
+
+  bool reduced[FZ_MAX_RANK] = {0};
+  for (int r = 0; r < d->ref_rank; r++)
+    reduced[r] = (rcols >> r) & 1;
+  fz_canon c;
+  fz_dag_canonical(d, order, reduced, &c);
+  if (!c.reduced[c.rank - 1])
+    return fz_dag_decline(d, "the rows are not innermost");
+  bool has_columns = false, has_full_use = false;
+  for (int i = 0; i < d->num_nodes; i++) {
+    const fz_plan_node *n = &d->nodes[i];
+    has_columns |= n->kind == FZ_NODE_REDUCE && n->column;
+    for (int k = 0; k < n->num_operands; k++) {
+      const fz_plan_node *o = &d->nodes[n->operands[k]];
+      has_full_use |= o->kind == FZ_NODE_REDUCE && o->post && !n->post &&
+                      !n->column;
+    }
+  }
+  if (!has_columns && !has_full_use)
+    return fz_dag_decline(d, "no reduction is used back in its rows (a plain "
+                             "reduction)");
+  fz_plan *p = fz_arena_alloc(arena, sizeof *p);
+  p->fusion = f;
+  p->kind = has_columns ? FZ_PLAN_INNER_OUTER_PERSISTENT
+                        : FZ_PLAN_INNER_PERSISTENT;
+  p->kernel_name = fz_arena_strdup(
+      arena, has_columns ? "fz_inner_outer_persistent" : "fz_inner_persistent");
+  p->reference = fz_arena_strdup(arena, fz_value_label(ref, label, sizeof label));
+  fz_dag_finish(d, &c, p);
+  assign_phases(p);
+  if (!heuristics(d, pb, p))
+    return false;
+  *out = p;
+  return true;
+}
+
+static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                  fz_reason *why, fz_plan **out) {
+  const fz_fusion *f = pb->fusion;
+  const fz_op *first = NULL;
+  for (int i = 0; i < f->num_ops && !first; i++)
+    if (fz_op_table[f->ops[i]->code].kind == FZ_KIND_REDUCTION)
+      first = f->ops[i];
+  if (!first) {
+    if (why)
+      snprintf(why->text, sizeof why->text, "fusion has no reduction");
+    return false;
+  }
+  const fz_value *cands[32];
+  int n = fz_dag_reference_candidates(pb, first, cands, 32);
+  fz_reason first_why = {{0}};
+  for (int i = 0; i < n; i++) {
+    fz_reason w = {{0}};
+    if (build_from(d, pb, arena, &w, cands[i], out))
+      return true;
+    if (i == 0)
+      first_why = w;
+  }
+  if (why)
+    *why = first_why;
+  return false;
+}
+
+bool fz_persistent_can_schedule(const fz_problem *problem, fz_reason *why) {
+  fz_arena *arena = fz_arena_create();
+  fz_dag d;
+  fz_plan *plan = NULL;
+  bool ok = build(&d, problem, arena, why, &plan);
+  fz_arena_destroy(arena);
+  return ok;
+}
+
+fz_status fz_persistent_schedule(const fz_problem *problem, fz_arena *arena,
+                                 fz_plan **out, fz_error *err) {
+  fz_reason why = {{0}};
+  fz_dag d;
+  if (!build(&d, problem, arena, &why, out))
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                        "persistent scheduler declined: %s", why.text);
+  return FZ_OK;
+}
