@@ -1,13 +1,20 @@
 /* emit.h - private to lib/lower: the state every emitter shares, and the
  * table of contents of the stage's files.
  *
- *   kernel.c      the kernel: signature, parameters, thread indexing, the
- *                 grid-stride loop with its unrolled slots, group ->
- *                 coordinates -> offsets; the order loads, compute, stores
+ *   kernel.c      what every kernel shares: checking the plan, the
+ *                 signature and its parameters, index -> coordinates ->
+ *                 offsets, evaluating a slot's nodes over its lanes
+ *   pointwise.c   the pointwise skeleton: a grid-stride loop over element
+ *                 groups with unrolled slots; loads, compute, stores
+ *   reduction.c   the inner and outer reduction skeletons: tiles of kept
+ *                 points, the unrolled R loop, the epilogue
+ *   combine.c     accumulators: identities, combining, warp shuffles, the
+ *                 shared-memory trees and the grid-reduction protocol
  *   memory.c      register and memory forms of each dtype, conversions
  *                 between dtypes, vector / splat / per-lane accesses
  *   compute.c     one plan node (op, literal, iota) -> LLVM values
- *   intrinsics.c  special registers, llvm.* intrinsics, libdevice calls
+ *   intrinsics.c  special registers, barriers, shuffles, llvm.*
+ *                 intrinsics, libdevice calls
  *
  * Values in registers: f64 is double; f32, f16 and bf16 are float (a f16
  * or bf16 value is always exactly representable in its dtype: every op
@@ -35,7 +42,8 @@ typedef struct fz_emit {
   fz_status status; /* of the first failure */
   bool uses_libdevice;
   LLVMTypeRef t_void, t_i1, t_i8, t_i32, t_i64, t_half, t_bf16, t_f32, t_f64,
-      t_ptr;         /* ptr addrspace(1) */
+      t_ptr,         /* ptr addrspace(1) */
+      t_sptr;        /* ptr addrspace(3): shared memory */
   LLVMTypeRef t_idx; /* i32 when plan->index32, else i64 */
 } fz_emit;
 
@@ -45,6 +53,86 @@ LLVMValueRef fz_emit_fail(fz_emit *e, fz_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* ---- kernel.c ------------------------------------------------------------ */
+
+/* Lanes per group at most: 16 bytes of i8 is the widest group a scheduler
+ * asks for; a few times that leaves room without unbounded stack use. */
+enum { FZ_LOWER_MAX_LANES = 64 };
+
+/* One access's parameters, read once in the entry block. */
+typedef struct fz_access_params {
+  LLVMValueRef ptr;
+  LLVMValueRef stride[FZ_MAX_RANK]; /* index type; NULL when structural */
+  LLVMValueRef offset;
+} fz_access_params;
+
+/* The kernel being emitted: the emitter plus its parameters. */
+typedef struct fz_kernel {
+  fz_emit e;
+  fz_access_params *acc;            /* per access */
+  LLVMValueRef groups;              /* the group (kept point) count */
+  LLVMValueRef ext[FZ_MAX_RANK];    /* extents; NULL when never read */
+  LLVMValueRef workspace, counters; /* split reductions, else NULL */
+} fz_kernel;
+
+/* A constant of the index type. */
+LLVMValueRef fz_kernel_idx(fz_kernel *k, int64_t v);
+/* A special register ("tid.x", "ctaid.y", ...) in the index type. */
+LLVMValueRef fz_kernel_sreg(fz_kernel *k, const char *name);
+void fz_set_name(LLVMValueRef v, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Row-major decomposition of `index` over axes[0..n) (outermost first)
+ * into c[axes[i]]. The last axis counts `vec` elements per index step:
+ * c[last] = (index % per_row) * vec with per_row = its extent / vec (given,
+ * hoisted by the caller; unused when n == 1). The outermost coordinate is
+ * the quotient, so `index` must lie inside the space. */
+void fz_kernel_decompose(fz_kernel *k, LLVMValueRef index, const int *axes,
+                         int n, int vec, LLVMValueRef per_row, LLVMValueRef *c);
+/* base + sum of c[d] * stride[d] of access a over the canonical axes in
+ * the mask `axes`: the element offset of lane 0. An innermost stride of 1
+ * or 0 is structure (no multiply, no term). */
+LLVMValueRef fz_kernel_offset(fz_kernel *k, int a, LLVMValueRef base,
+                              const LLVMValueRef *c, unsigned axes);
+/* The step between lanes of access a along the innermost axis. */
+LLVMValueRef fz_kernel_inner_stride(fz_kernel *k, int a);
+
+/* if (cond) { ... } without an else: fz_if_begin leaves the builder in the
+ * then-block, fz_if_end in the merge block, where fz_if_merge joins a
+ * value computed inside with the one it replaces. */
+typedef struct fz_if {
+  LLVMBasicBlockRef from, then_end, merge;
+} fz_if;
+void fz_if_begin(fz_emit *e, fz_if *f, LLVMValueRef cond, const char *name);
+void fz_if_end(fz_emit *e, fz_if *f);
+LLVMValueRef fz_if_merge(fz_emit *e, const fz_if *f, LLVMValueRef then_val,
+                         LLVMValueRef else_val);
+
+/* A slot's values: table[node * plan->vector + lane]. */
+static inline LLVMValueRef *fz_slot_val(const fz_plan *p, LLVMValueRef *table,
+                                        int node) {
+  return table + (size_t)node * (size_t)p->vector;
+}
+/* LOAD node i: `lanes` lanes at element offset `off`, in the node dtype. */
+bool fz_kernel_load_node(fz_kernel *k, int i, LLVMValueRef *table,
+                         LLVMValueRef off, int lanes);
+/* LITERAL, IOTA (at coordinates c) or OP node i over `lanes` lanes; a node
+ * whose operands are the same in every lane is computed once. */
+bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
+                          const LLVMValueRef *c, int lanes);
+/* STORE node i: its operand's lanes converted and stored at `off`. */
+bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
+                          LLVMValueRef off, int lanes);
+
+/* ---- pointwise.c, reduction.c: the skeletons ----------------------------- */
+
+/* Each emits the kernel body into k->e.fn, whose parameters are read. */
+bool fz_emit_pointwise(fz_kernel *k);
+bool fz_emit_inner_reduction(fz_kernel *k);
+bool fz_emit_outer_reduction(fz_kernel *k);
 
 /* ---- memory.c ------------------------------------------------------------ */
 
@@ -92,10 +180,85 @@ LLVMValueRef fz_emit_literal(fz_emit *e, const fz_plan_node *n);
 LLVMValueRef fz_emit_iota(fz_emit *e, const fz_plan_node *n,
                           LLVMValueRef index);
 
+/* ---- combine.c ----------------------------------------------------------- */
+
+/* The reductions of a plan: its REDUCE nodes in order, with their
+ * accumulators' dtype (fz_reduce_acc_dtype). Values below are always in
+ * the register form of that dtype. */
+enum { FZ_LOWER_MAX_COLUMNS = 256 }; /* reductions * lanes per thread */
+typedef struct fz_reduce_set {
+  int count;
+  int node[FZ_LOWER_MAX_COLUMNS];
+  fz_opcode code[FZ_LOWER_MAX_COLUMNS];
+  fz_dtype acc[FZ_LOWER_MAX_COLUMNS];
+} fz_reduce_set;
+
+/* Layout questions, answered without emitting anything. */
+typedef struct fz_reduce_layout {
+  int lanes;          /* accumulators per thread per reduction */
+  unsigned warp_mask; /* the threads of a warp that exist */
+  /* inner: a row's block_x threads are shuffle_width lanes of one warp,
+   * or warps_per_row whole warps */
+  int shuffle_width, warps_per_row;
+  /* shared memory, bytes: the cross-warp / cross-ty scratch and how many
+   * (reduction, lane) columns of it fit at once */
+  size_t scratch_bytes, column_bytes;
+  int columns_per_pass;
+} fz_reduce_layout;
+
+/* Fails (UNSUPPORTED) when reductions * lanes exceed FZ_LOWER_MAX_COLUMNS. */
+bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs);
+void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
+                         fz_reduce_layout *l);
+LLVMValueRef fz_reduce_identity(fz_emit *e, fz_opcode code, fz_dtype acc);
+LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
+                               LLVMValueRef a, LLVMValueRef b);
+
+/* The thread position and block-wide state the combines share. */
+typedef struct fz_block_state {
+  LLVMValueRef tid, tx, ty; /* i32 */
+  LLVMValueRef scratch;     /* addrspace(3) scratch, or NULL */
+  LLVMValueRef last_flag;   /* addrspace(3) i32, split plans */
+} fz_block_state;
+
+/* Declares the static shared memory the layout asks for. */
+void fz_reduce_declare_shared(fz_kernel *k, const fz_reduce_layout *l,
+                              fz_block_state *bs);
+/* INNER: vals[r] (one per reduction) combined over the block_x threads of
+ * each row: valid afterwards in tx == 0. Every thread must call it. */
+bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
+                         const fz_reduce_layout *l, const fz_block_state *bs,
+                         LLVMValueRef *vals);
+/* OUTER: vals[r * lanes + lane] combined over the block_y threads of each
+ * column: valid afterwards in ty == 0. Every thread must call it. */
+bool fz_emit_column_combine(fz_kernel *k, const fz_reduce_set *rs,
+                            const fz_reduce_layout *l, const fz_block_state *bs,
+                            LLVMValueRef *vals);
+/* Split plans: the grid reduction of one tile. Threads where `writer`
+ * holds publish vals[r * lanes + lane] as the partial of kept points
+ * `point + lane` for split ctaid.y; the last block of the tile to arrive
+ * (the returned i1, uniform in the block) has in its writers the
+ * combination of every split's partial, in split order. Every thread must
+ * call it. */
+LLVMValueRef fz_emit_grid_combine(fz_kernel *k, const fz_reduce_set *rs,
+                                  const fz_reduce_layout *l,
+                                  const fz_block_state *bs, LLVMValueRef writer,
+                                  LLVMValueRef point, LLVMValueRef tile,
+                                  LLVMValueRef *vals);
+
 /* ---- intrinsics.c -------------------------------------------------------- */
 
 /* %tid.x, %ntid.x, %ctaid.x, %nctaid.x as i32 ("tid.x", ...). */
 LLVMValueRef fz_emit_sreg(fz_emit *e, const char *name);
+/* bar.sync 0: every thread of the block must reach it. */
+void fz_emit_barrier(fz_emit *e);
+/* membar.gl (__threadfence): this thread's writes are seen by the whole
+ * GPU before any of its later writes. */
+void fz_emit_fence_gpu(fz_emit *e);
+/* shfl.sync.bfly: v (f32, f64, i32 or i64) of lane (laneid ^ offset), for
+ * the threads of `mask`; 64-bit values move as two 32-bit halves. */
+LLVMValueRef fz_emit_shfl_bfly(fz_emit *e, LLVMValueRef v, int offset,
+                               unsigned mask);
 /* A call of the llvm.* intrinsic `name` with the given overload types. */
 LLVMValueRef fz_emit_intrinsic(fz_emit *e, const char *name,
                                LLVMTypeRef *overloads, int num_overloads,
@@ -107,5 +270,16 @@ LLVMValueRef fz_emit_intrinsic2(fz_emit *e, const char *name, LLVMValueRef a,
 /* __nv_<base>f for float arguments, __nv_<base> for double. */
 LLVMValueRef fz_emit_libdevice(fz_emit *e, const char *base, LLVMValueRef *args,
                                int num_args);
+
+/* ---- persistent.c, persistent_columns.c ---------------------------------- */
+
+/* Values a thread holds per row tensor: persistent groups * lanes. */
+enum { FZ_PERS_MAX_VALUES = FZ_LOWER_MAX_COLUMNS };
+
+/* The persistent plans' own rules (launch shape, spaces, phases), checked
+ * after kernel.c's checks of every plan. */
+fz_status fz_check_persistent(const fz_plan *plan, fz_error *err);
+/* INNER_PERSISTENT and INNER_OUTER_PERSISTENT kernel bodies. */
+bool fz_emit_persistent(fz_kernel *k);
 
 #endif

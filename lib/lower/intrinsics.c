@@ -1,8 +1,9 @@
 /* intrinsics.c - the calls lowering makes into LLVM and libdevice.
  *
- * Three kinds, behind one small interface so the rest of lib/lower never
+ * Four kinds, behind one small interface so the rest of lib/lower never
  * spells an intrinsic ID: NVPTX special registers (thread and block
- * indices), target-independent llvm.* intrinsics (llvm.maximum, llvm.fabs,
+ * indices), NVPTX synchronisation (bar.sync, membar.gl, shfl.sync),
+ * target-independent llvm.* intrinsics (llvm.maximum, llvm.fabs,
  * llvm.fptosi.sat...), looked up by name because the C API has no enum of
  * intrinsic IDs, and libdevice's __nv_* functions, declared here as
  * external and defined later when lib/nvptx links libdevice.10.bc.
@@ -62,4 +63,52 @@ LLVMValueRef fz_emit_libdevice(fz_emit *e, const char *base, LLVMValueRef *args,
   }
   e->uses_libdevice = true;
   return LLVMBuildCall2(e->b, fty, fn, args, (unsigned)num_args, "");
+}
+
+/* ---- synchronisation ----------------------------------------------------- */
+
+void fz_emit_barrier(fz_emit *e) {
+  fz_emit_intrinsic(e, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
+void fz_emit_fence_gpu(fz_emit *e) {
+  fz_emit_intrinsic(e, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0);
+}
+
+/* shfl.sync.bfly.b32 with c = 0x1f: the xor partner of every lane is in
+ * its own warp, and offsets below a segment's width stay inside it. */
+static LLVMValueRef shfl32(fz_emit *e, LLVMValueRef v, int offset,
+                           unsigned mask) {
+  bool f = LLVMTypeOf(v) == e->t_f32;
+  LLVMValueRef args[4] = {LLVMConstInt(e->t_i32, mask, 0), v,
+                          LLVMConstInt(e->t_i32, (unsigned long long)offset, 0),
+                          LLVMConstInt(e->t_i32, 0x1f, 0)};
+  return fz_emit_intrinsic(
+      e, f ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32",
+      NULL, 0, args, 4);
+}
+
+LLVMValueRef fz_emit_shfl_bfly(fz_emit *e, LLVMValueRef v, int offset,
+                               unsigned mask) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (t == e->t_f32 || t == e->t_i32)
+    return shfl32(e, v, offset, mask);
+  if (t != e->t_f64 && t != e->t_i64)
+    return fz_emit_fail(e, FZ_ERR_INTERNAL, "no shuffle for this type");
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef bits = t == e->t_f64 ? LLVMBuildBitCast(b, v, e->t_i64, "") : v;
+  LLVMValueRef lo = LLVMBuildTrunc(b, bits, e->t_i32, "");
+  LLVMValueRef hi = LLVMBuildTrunc(
+      b, LLVMBuildLShr(b, bits, LLVMConstInt(e->t_i64, 32, 0), ""), e->t_i32,
+      "");
+  lo = shfl32(e, lo, offset, mask);
+  hi = shfl32(e, hi, offset, mask);
+  if (!lo || !hi)
+    return NULL;
+  LLVMValueRef r =
+      LLVMBuildOr(b, LLVMBuildZExt(b, lo, e->t_i64, ""),
+                  LLVMBuildShl(b, LLVMBuildZExt(b, hi, e->t_i64, ""),
+                               LLVMConstInt(e->t_i64, 32, 0), ""),
+                  "");
+  return t == e->t_f64 ? LLVMBuildBitCast(b, r, e->t_f64, "") : r;
 }

@@ -1,29 +1,20 @@
-/* kernel.c - a pointwise plan -> one NVPTX kernel, as a script:
+/* kernel.c - what every kernel shares, whatever its skeleton:
  *
  *   check the plan (lowering never trusts a malformed one to LLVM);
  *   declare the kernel with plan.h's parameters and NVPTX annotations;
- *   entry:  read the parameters, narrow them to 32 bits under index32,
- *           gid = ctaid.x * ntid.x + tid.x, grid stride = nctaid.x * ntid.x;
- *   loop:   for (base = gid; base < groups; base += stride * unroll)
- *             slot u handles group g_u = base + u * stride:
- *             1. every slot's index math and loads (an inactive slot,
- *                g_u >= groups, reads the last group instead, so loads
- *                never fault and need no branch),
- *             2. every slot's compute,
- *             3. every slot's stores, each slot but the first behind
- *                `if (g_u < groups)`.
+ *   read the parameters in the entry block, narrowed to 32 bits under
+ *   index32;
+ *   hand the body to the plan kind's skeleton (pointwise.c, reduction.c);
+ *   verify the module.
  *
- * Loads before compute before stores keeps unroll * vector elements of
- * every input in flight per thread, which is what a memory-bound kernel
- * needs. Group g -> coordinates: the innermost axis holds ext/vector groups
- * per row, so c[inner] = (g % gpr) * vector and the rest of g is split over
- * the outer extents by div/mod (none for rank 1). An access's element
- * offset is offset + sum_k c[k] * stride[k]; lanes add lane * stride along
- * the innermost axis (or are one vector, or one splat: memory.c).
- *
- * Values live in a table indexed by (slot, node, lane). A node whose
- * operands are the same value in every lane (splats, literals) is computed
- * once per slot and shared by its lanes.
+ * and the pieces the skeletons are built from: an index decomposed into
+ * coordinates (div/mod over runtime extents, the innermost axis counted
+ * in groups of `vector` lanes), coordinates into an access's element
+ * offset (offset + sum_k c[k] * stride[k], with an innermost stride of 1
+ * or 0 treated as structure), and one node of a slot evaluated over its
+ * lanes. A slot's values live in a table indexed by (node, lane); a node
+ * whose operands are the same value in every lane (splats, literals) is
+ * computed once and shared by its lanes.
  */
 #include "emit.h"
 #include "lower/lower.h"
@@ -33,10 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Lanes per group at most: 16 bytes of i8 is the widest group a scheduler
- * asks for; a few times that leaves room without unbounded stack use. */
-enum { FZ_LOWER_MAX_LANES = 64 };
 
 /* NVPTX's layout for 64-bit pointers (as the target machine reports it). */
 static const char *NVPTX_TRIPLE = "nvptx64-nvidia-cuda";
@@ -61,6 +48,16 @@ LLVMValueRef fz_emit_fail(fz_emit *e, fz_status status, const char *fmt, ...) {
 
 static bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
+static bool is_reduction(const fz_plan *p) {
+  return p->kind == FZ_PLAN_INNER_REDUCTION ||
+         p->kind == FZ_PLAN_OUTER_REDUCTION;
+}
+
+static bool is_persistent(const fz_plan *p) {
+  return p->kind == FZ_PLAN_INNER_PERSISTENT ||
+         p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+}
+
 static fz_status check_access(const fz_plan *p, int i, fz_error *err) {
   const fz_plan_access *a = &p->accesses[i];
   if ((unsigned)a->dtype >= FZ_NUM_DTYPES)
@@ -76,6 +73,50 @@ static fz_status check_access(const fz_plan *p, int i, fz_error *err) {
                         "lower: access a%d is a vector of %d but its innermost "
                         "stride is %lld",
                         i, a->vector, (long long)a->strides[p->rank - 1]);
+  return FZ_OK;
+}
+
+/* Reduction plans: a node of the kept space (post) reads only kept-space
+ * values and memory constant along R; a node of the full space only
+ * full-space values; a REDUCE node turns a full-space value into a kept
+ * one. */
+static fz_status check_domain(const fz_plan *p, int i, fz_error *err) {
+  const fz_plan_node *n = &p->nodes[i];
+  if (n->kind == FZ_NODE_REDUCE) {
+    if (!n->post || n->num_operands != 1 || p->nodes[n->operands[0]].post)
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: reduce n%d must be post over a pre value", i);
+    switch (n->code) {
+    case FZ_OP_SUM:
+    case FZ_OP_PROD:
+    case FZ_OP_AMAX:
+    case FZ_OP_AMIN:
+      return FZ_OK;
+    default:
+      return fz_error_set(
+          err, FZ_ERR_UNSUPPORTED, "lower: reduce n%d: %s is not a reduction",
+          i,
+          (unsigned)n->code < FZ_NUM_OPCODES ? fz_op_table[n->code].name : "?");
+    }
+  }
+  for (int k = 0; k < n->num_operands; k++)
+    if (p->nodes[n->operands[k]].post != n->post)
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: node n%d (%s) reads n%d of the other domain",
+                          i, n->post ? "post" : "pre", n->operands[k]);
+  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) && n->post) {
+    const fz_plan_access *a = &p->accesses[n->access];
+    for (int d = 0; d < p->rank; d++)
+      if (p->reduced[d] && a->strides[d] != 0)
+        return fz_error_set(err, FZ_ERR_INTERNAL,
+                            "lower: post node n%d: a%d varies along R axis %d",
+                            i, n->access, d);
+    if (p->kind == FZ_PLAN_INNER_REDUCTION && a->vector != 1)
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: post node n%d: a%d is a vector in an inner "
+                          "reduction",
+                          i, n->access);
+  }
   return FZ_OK;
 }
 
@@ -108,14 +149,17 @@ static fz_status check_node(const fz_plan *p, int i, fz_error *err) {
     if (store && n->num_operands != 1)
       return fz_error_set(err, FZ_ERR_INTERNAL,
                           "lower: store n%d needs one operand", i);
-    return FZ_OK;
+    return is_reduction(p) ? check_domain(p, i, err) : FZ_OK;
   }
   case FZ_NODE_LITERAL:
   case FZ_NODE_IOTA:
-    return FZ_OK;
+    return is_reduction(p) ? check_domain(p, i, err) : FZ_OK;
   case FZ_NODE_REDUCE:
-    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                        "lower: node n%d: a reduction in a pointwise plan", i);
+    if (p->kind == FZ_PLAN_POINTWISE)
+      return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                          "lower: node n%d: a reduction in a pointwise plan",
+                          i);
+    return is_reduction(p) ? check_domain(p, i, err) : FZ_OK;
   case FZ_NODE_OP: {
     if ((unsigned)n->code >= FZ_NUM_OPCODES)
       return fz_error_set(err, FZ_ERR_INTERNAL, "lower: node n%d: bad opcode",
@@ -130,16 +174,44 @@ static fz_status check_node(const fz_plan *p, int i, fz_error *err) {
       return fz_error_set(err, FZ_ERR_INTERNAL,
                           "lower: node n%d: %s takes %d operands, not %d", i,
                           info->name, info->arity, n->num_operands);
-    return FZ_OK;
+    return is_reduction(p) ? check_domain(p, i, err) : FZ_OK;
   }
   }
   return fz_error_set(err, FZ_ERR_INTERNAL, "lower: node n%d has no kind", i);
 }
 
+/* The launch shape of a reduction: block_x by block_y threads, powers of
+ * two (the butterfly and the tree halve them), whole warps or one partial
+ * warp, R and I where the kind says. An outer plan may have no R axis at
+ * all (the reduced axes had size 1): R is then one point. */
+static fz_status check_reduction(const fz_plan *p, fz_error *err) {
+  int last = p->rank - 1;
+  bool inner = p->kind == FZ_PLAN_INNER_REDUCTION;
+  if (!is_pow2(p->block_x) || !is_pow2(p->block_y) ||
+      (int64_t)p->block_x * p->block_y != p->threads ||
+      (p->threads > 32 && p->threads % 32 != 0) || p->split < 1 ||
+      p->grid_x < 1)
+    return fz_error_set(err, FZ_ERR_INTERNAL,
+                        "lower: reduction block %dx%d, %d threads, grid "
+                        "%lldx%d",
+                        p->block_x, p->block_y, p->threads,
+                        (long long)p->grid_x, p->split);
+  if (p->reduced[last] != inner)
+    return fz_error_set(
+        err, FZ_ERR_INTERNAL, "lower: %s reduction whose innermost axis is %s",
+        inner ? "an inner" : "an outer", p->reduced[last] ? "reduced" : "kept");
+  if (p->extents[last] % p->vector != 0)
+    return fz_error_set(err, FZ_ERR_INTERNAL,
+                        "lower: innermost extent %lld is not a multiple of "
+                        "%d lanes",
+                        (long long)p->extents[last], p->vector);
+  return FZ_OK;
+}
+
 static fz_status check_plan(const fz_plan *p, fz_error *err) {
   if (!p)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "lower: no plan");
-  if (p->kind != FZ_PLAN_POINTWISE)
+  if (p->kind != FZ_PLAN_POINTWISE && !is_reduction(p) && !is_persistent(p))
     return fz_error_set(err, FZ_ERR_UNSUPPORTED,
                         "lower: plan kind %d is not lowered yet", (int)p->kind);
   if (!p->kernel_name || !p->kernel_name[0])
@@ -154,54 +226,62 @@ static fz_status check_plan(const fz_plan *p, fz_error *err) {
   if (p->num_accesses < 1 || (p->num_nodes > 0 && !p->nodes) || !p->accesses)
     return fz_error_set(err, FZ_ERR_INTERNAL, "lower: plan touches no memory");
   fz_status st;
+  if (is_reduction(p) && (st = check_reduction(p, err)))
+    return st;
   for (int i = 0; i < p->num_accesses; i++)
     if ((st = check_access(p, i, err)))
       return st;
   for (int i = 0; i < p->num_nodes; i++)
     if ((st = check_node(p, i, err)))
       return st;
-  return FZ_OK;
+  return is_persistent(p) ? fz_check_persistent(p, err) : FZ_OK;
 }
 
-/* ---- the kernel's state -------------------------------------------------- */
+/* ---- small helpers ------------------------------------------------------- */
 
-typedef struct access_params {
-  LLVMValueRef ptr;
-  LLVMValueRef stride[FZ_MAX_RANK]; /* index type */
-  LLVMValueRef offset;
-} access_params;
-
-typedef struct kernel {
-  fz_emit e;
-  access_params *acc;                         /* per access */
-  LLVMValueRef groups, ext[FZ_MAX_RANK], gpr; /* index type */
-  LLVMValueRef *vals;                         /* [unroll][num_nodes][vector] */
-  LLVMValueRef (*coord)[FZ_MAX_RANK];         /* [unroll][rank] */
-  LLVMValueRef *active;                       /* [unroll] */
-} kernel;
-
-static LLVMValueRef *val_slot(kernel *k, int u, int node) {
-  const fz_plan *p = k->e.plan;
-  return &k->vals[((size_t)u * (size_t)p->num_nodes + (size_t)node) *
-                  (size_t)p->vector];
-}
-
-static LLVMValueRef idx_const(kernel *k, int64_t v) {
+LLVMValueRef fz_kernel_idx(fz_kernel *k, int64_t v) {
   return LLVMConstInt(k->e.t_idx, (unsigned long long)v, 1);
 }
 
-static void set_name(LLVMValueRef v, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void set_name(LLVMValueRef v, const char *fmt, ...) {
+void fz_set_name(LLVMValueRef v, const char *fmt, ...) {
   char name[64];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(name, sizeof name, fmt, ap);
   va_end(ap);
   LLVMSetValueName2(v, name, strlen(name));
+}
+
+LLVMValueRef fz_kernel_sreg(fz_kernel *k, const char *name) {
+  LLVMValueRef v = fz_emit_sreg(&k->e, name);
+  return v ? LLVMBuildZExt(k->e.b, v, k->e.t_idx, "") : NULL;
+}
+
+void fz_if_begin(fz_emit *e, fz_if *f, LLVMValueRef cond, const char *name) {
+  char label[64];
+  f->from = LLVMGetInsertBlock(e->b);
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->ctx, e->fn, name);
+  snprintf(label, sizeof label, "%s.end", name);
+  f->merge = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
+  LLVMBuildCondBr(e->b, cond, then, f->merge);
+  LLVMPositionBuilderAtEnd(e->b, then);
+}
+
+void fz_if_end(fz_emit *e, fz_if *f) {
+  f->then_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, f->merge);
+  LLVMPositionBuilderAtEnd(e->b, f->merge);
+}
+
+LLVMValueRef fz_if_merge(fz_emit *e, const fz_if *f, LLVMValueRef then_val,
+                         LLVMValueRef else_val) {
+  if (then_val == else_val)
+    return then_val;
+  LLVMValueRef phi = LLVMBuildPhi(e->b, LLVMTypeOf(then_val), "");
+  LLVMValueRef in[2] = {then_val, else_val};
+  LLVMBasicBlockRef from[2] = {f->then_end, f->from};
+  LLVMAddIncoming(phi, in, from, 2);
+  return phi;
 }
 
 /* ---- declaration --------------------------------------------------------- */
@@ -222,12 +302,20 @@ static void annotate(fz_emit *e, const char *key, int value) {
       LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, md, 3)));
 }
 
+static bool has_workspace(const fz_plan *p) {
+  return (is_reduction(p) && p->split > 1) ||
+         p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+}
+
 /* Pointers (one per access), then groups, extents, and per access its
- * strides and offset: plan.h's order, which the launcher also follows. */
-static bool declare_kernel(kernel *k) {
+ * strides and offset: plan.h's order, which the launcher also follows;
+ * a split reduction and an inner-outer persistent plan add the workspace
+ * and counters pointers. */
+static bool declare_kernel(fz_kernel *k) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
-  int n = p->num_accesses + 1 + p->rank + p->num_accesses * (p->rank + 1);
+  int scalars = 1 + p->rank + p->num_accesses * (p->rank + 1);
+  int n = p->num_accesses + scalars + (has_workspace(p) ? 2 : 0);
   if (n != fz_plan_num_params(p)) {
     fz_emit_fail(e, FZ_ERR_INTERNAL,
                  "kernel has %d parameters but the launcher passes %d", n,
@@ -240,7 +328,9 @@ static bool declare_kernel(kernel *k) {
     return false;
   }
   for (int i = 0; i < n; i++)
-    params[i] = i < p->num_accesses ? e->t_ptr : e->t_i64;
+    params[i] = i < p->num_accesses || i >= p->num_accesses + scalars
+                    ? e->t_ptr
+                    : e->t_i64;
   LLVMTypeRef fty = LLVMFunctionType(e->t_void, params, (unsigned)n, 0);
   free(params);
   e->fn = LLVMAddFunction(e->mod, p->kernel_name, fty);
@@ -254,16 +344,18 @@ static bool declare_kernel(kernel *k) {
     add_attr(e, e->fn, idx,
              p->accesses[i].is_output ? "writeonly" : "readonly");
   }
+  /* the workspace and counters get no noalias: other blocks write them
+   * while this one runs */
   annotate(e, "kernel", 1);
   annotate(e, "maxntidx", p->threads);
   return true;
 }
 
-/* ---- entry: parameters and thread indexing ------------------------------- */
+/* ---- entry: parameters --------------------------------------------------- */
 
 /* Parameter i, named, in the index type; NULL when the kernel never reads
  * it (no dead truncation). */
-static LLVMValueRef index_param(kernel *k, int i, bool used, const char *fmt,
+static LLVMValueRef index_param(fz_kernel *k, int i, bool used, const char *fmt,
                                 int a, int b) {
   LLVMValueRef v = LLVMGetParam(k->e.fn, (unsigned)i);
   char name[64];
@@ -276,16 +368,20 @@ static LLVMValueRef index_param(kernel *k, int i, bool used, const char *fmt,
   return LLVMBuildTrunc(k->e.b, v, k->e.t_idx, "");
 }
 
-static void read_params(kernel *k) {
+/* A pointwise kernel never reads the outermost extent (the quotient of
+ * the decomposition needs none); a reduction multiplies extents to size
+ * its spaces, and O3 drops what it does not use. */
+static void read_params(fz_kernel *k) {
   const fz_plan *p = k->e.plan;
   int i = 0, inner = p->rank - 1;
   for (int a = 0; a < p->num_accesses; a++) {
     k->acc[a].ptr = LLVMGetParam(k->e.fn, (unsigned)i++);
-    set_name(k->acc[a].ptr, "a%d", a);
+    fz_set_name(k->acc[a].ptr, "a%d", a);
   }
   k->groups = index_param(k, i++, true, "groups", 0, 0);
   for (int d = 0; d < p->rank; d++)
-    k->ext[d] = index_param(k, i++, d > 0, "ext%d", d, 0);
+    k->ext[d] = index_param(k, i++, d > 0 || p->kind != FZ_PLAN_POINTWISE,
+                            "ext%d", d, 0);
   for (int a = 0; a < p->num_accesses; a++) {
     for (int d = 0; d < p->rank; d++) {
       /* an innermost stride of 0 or 1 is structure, not a parameter */
@@ -295,133 +391,108 @@ static void read_params(kernel *k) {
     }
     k->acc[a].offset = index_param(k, i++, true, "a%d.offset", a, 0);
   }
-  if (p->rank > 1) {
-    /* groups per row of the innermost axis */
-    k->gpr =
-        LLVMBuildUDiv(k->e.b, k->ext[inner], idx_const(k, p->vector), "gpr");
+  if (has_workspace(p)) {
+    k->workspace = LLVMGetParam(k->e.fn, (unsigned)i++);
+    fz_set_name(k->workspace, "workspace");
+    k->counters = LLVMGetParam(k->e.fn, (unsigned)i++);
+    fz_set_name(k->counters, "counters");
   }
 }
 
-static LLVMValueRef sreg(kernel *k, const char *name) {
-  LLVMValueRef v = fz_emit_sreg(&k->e, name);
-  return v ? LLVMBuildZExt(k->e.b, v, k->e.t_idx, "") : NULL;
-}
+/* ---- index -> coordinates -> offsets ------------------------------------- */
 
-/* ---- step 1: index math and loads ---------------------------------------- */
-
-static void coordinates(kernel *k, int u, LLVMValueRef g) {
+void fz_kernel_decompose(fz_kernel *k, LLVMValueRef index, const int *axes,
+                         int n, int vec, LLVMValueRef per_row,
+                         LLVMValueRef *c) {
   LLVMBuilderRef b = k->e.b;
-  const fz_plan *p = k->e.plan;
-  LLVMValueRef *c = k->coord[u];
-  int inner = p->rank - 1;
-  LLVMValueRef vec = idx_const(k, p->vector);
-  if (p->rank == 1) {
-    c[0] = LLVMBuildNUWMul(b, g, vec, "");
+  if (n == 0)
+    return;
+  int last = axes[n - 1];
+  LLVMValueRef v = fz_kernel_idx(k, vec);
+  if (n == 1) {
+    c[last] = vec == 1 ? index : LLVMBuildNUWMul(b, index, v, "");
     return;
   }
-  c[inner] = LLVMBuildNUWMul(b, LLVMBuildURem(b, g, k->gpr, ""), vec, "");
-  LLVMValueRef q = LLVMBuildUDiv(b, g, k->gpr, "");
-  for (int d = inner - 1; d > 0; d--) {
-    c[d] = LLVMBuildURem(b, q, k->ext[d], "");
-    q = LLVMBuildUDiv(b, q, k->ext[d], "");
+  LLVMValueRef r = LLVMBuildURem(b, index, per_row, "");
+  c[last] = vec == 1 ? r : LLVMBuildNUWMul(b, r, v, "");
+  LLVMValueRef q = LLVMBuildUDiv(b, index, per_row, "");
+  for (int i = n - 2; i > 0; i--) {
+    c[axes[i]] = LLVMBuildURem(b, q, k->ext[axes[i]], "");
+    q = LLVMBuildUDiv(b, q, k->ext[axes[i]], "");
   }
-  c[0] = q; /* g < groups, so no remainder is needed */
-  for (int d = 0; d < p->rank; d++)
-    set_name(c[d], "c%d.u%d", d, u);
+  c[axes[0]] = q; /* the index lies inside the space: no remainder needed */
 }
 
-/* Element offset of lane 0 of access a in slot u. The innermost term of a
- * vector access uses stride 1 and a splat's none: those strides are part
- * of the kernel's structure (fz_plan_key), the others are parameters. */
-static LLVMValueRef access_offset(kernel *k, int u, int a) {
+LLVMValueRef fz_kernel_offset(fz_kernel *k, int a, LLVMValueRef base,
+                              const LLVMValueRef *c, unsigned axes) {
   LLVMBuilderRef b = k->e.b;
   const fz_plan *p = k->e.plan;
   const fz_plan_access *pa = &p->accesses[a];
   int inner = p->rank - 1;
-  LLVMValueRef off = k->acc[a].offset;
+  LLVMValueRef off = base;
   for (int d = 0; d < p->rank; d++) {
     LLVMValueRef term;
-    if (d == inner && pa->strides[d] == 0)
+    if (!((axes >> d) & 1u) || (d == inner && pa->strides[d] == 0))
       continue;
     if (d == inner && pa->strides[d] == 1)
-      term = k->coord[u][d];
+      term = c[d];
     else
-      term = LLVMBuildNSWMul(b, k->coord[u][d], k->acc[a].stride[d], "");
+      term = LLVMBuildNSWMul(b, c[d], k->acc[a].stride[d], "");
     off = LLVMBuildNSWAdd(b, off, term, "");
   }
-  set_name(off, "off.a%d.u%d", a, u);
   return off;
 }
 
-static LLVMValueRef inner_stride(kernel *k, int a) {
+LLVMValueRef fz_kernel_inner_stride(fz_kernel *k, int a) {
   const fz_plan *p = k->e.plan;
   int inner = p->rank - 1;
   if (p->accesses[a].strides[inner] == 1)
-    return idx_const(k, 1);
+    return fz_kernel_idx(k, 1);
   return k->acc[a].stride[inner];
 }
 
+/* ---- one node over a slot's lanes ---------------------------------------- */
+
+bool fz_kernel_load_node(fz_kernel *k, int i, LLVMValueRef *table,
+                         LLVMValueRef off, int lanes) {
+  fz_emit *e = &k->e;
+  const fz_plan *p = e->plan;
+  const fz_plan_node *n = &p->nodes[i];
+  const fz_plan_access *a = &p->accesses[n->access];
+  LLVMValueRef *out = fz_slot_val(p, table, i);
+  if (!fz_emit_load(e, a, k->acc[n->access].ptr, off,
+                    fz_kernel_inner_stride(k, n->access), lanes, out))
+    return false;
+  for (int l = 0; l < lanes; l++)
+    if (!(out[l] = fz_emit_convert(e, out[l], a->dtype, n->dtype)))
+      return false;
+  return !e->failed;
+}
+
 /* sum_k coeff[k] * c[k] as i64, the iota index of lane 0 */
-static LLVMValueRef iota_index(kernel *k, int u, const fz_plan_node *n) {
+static LLVMValueRef iota_index(fz_kernel *k, const LLVMValueRef *c,
+                               const fz_plan_node *n) {
   LLVMBuilderRef b = k->e.b;
   const fz_plan *p = k->e.plan;
   LLVMValueRef sum = LLVMConstInt(k->e.t_i64, 0, 0);
   for (int d = 0; d < p->rank; d++) {
     if (n->coeff[d] == 0)
       continue;
-    LLVMValueRef c = LLVMBuildZExt(b, k->coord[u][d], k->e.t_i64, "");
+    LLVMValueRef cd = LLVMBuildZExt(b, c[d], k->e.t_i64, "");
     sum = LLVMBuildAdd(
         b, sum,
         LLVMBuildMul(
-            b, c, LLVMConstInt(k->e.t_i64, (unsigned long long)n->coeff[d], 1),
+            b, cd, LLVMConstInt(k->e.t_i64, (unsigned long long)n->coeff[d], 1),
             ""),
         "");
   }
   return sum;
 }
 
-static bool emit_slot_loads(kernel *k, int u, LLVMValueRef base,
-                            LLVMValueRef stride, LLVMValueRef **offs) {
-  fz_emit *e = &k->e;
-  LLVMBuilderRef b = e->b;
-  const fz_plan *p = e->plan;
-  LLVMValueRef g = base;
-  if (u > 0) {
-    LLVMValueRef ahead =
-        u == 1 ? stride : LLVMBuildMul(b, stride, idx_const(k, u), "");
-    g = LLVMBuildAdd(b, base, ahead, "");
-    set_name(g, "g.u%d", u);
-    k->active[u] = LLVMBuildICmp(b, LLVMIntULT, g, k->groups, "");
-    set_name(k->active[u], "active.u%d", u);
-    /* an inactive slot re-reads the last group: valid memory, no branch */
-    LLVMValueRef last = LLVMBuildSub(b, k->groups, idx_const(k, 1), "");
-    g = LLVMBuildSelect(b, k->active[u], g, last, "");
-  }
-  coordinates(k, u, g);
-  for (int a = 0; a < p->num_accesses; a++)
-    offs[u][a] = access_offset(k, u, a);
-  for (int i = 0; i < p->num_nodes; i++) {
-    const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_LOAD)
-      continue;
-    LLVMValueRef *out = val_slot(k, u, i);
-    const fz_plan_access *a = &p->accesses[n->access];
-    if (!fz_emit_load(e, a, k->acc[n->access].ptr, offs[u][n->access],
-                      inner_stride(k, n->access), p->vector, out))
-      return false;
-    for (int l = 0; l < p->vector; l++)
-      if (!(out[l] = fz_emit_convert(e, out[l], a->dtype, n->dtype)))
-        return false;
-  }
-  return !e->failed;
-}
-
-/* ---- step 2: compute ----------------------------------------------------- */
-
-static bool uniform_operands(kernel *k, int u, const fz_plan_node *n) {
-  int lanes = k->e.plan->vector;
+static bool uniform_operands(const fz_plan *p, LLVMValueRef *table,
+                             const fz_plan_node *n, int lanes) {
   for (int j = 0; j < n->num_operands; j++) {
-    LLVMValueRef *v = val_slot(k, u, n->operands[j]);
+    LLVMValueRef *v = fz_slot_val(p, table, n->operands[j]);
     for (int l = 1; l < lanes; l++)
       if (v[l] != v[0])
         return false;
@@ -429,164 +500,80 @@ static bool uniform_operands(kernel *k, int u, const fz_plan_node *n) {
   return true;
 }
 
-static bool emit_slot_compute(kernel *k, int u) {
+bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
+                          const LLVMValueRef *c, int lanes) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
-  int lanes = p->vector, inner = p->rank - 1;
-  for (int i = 0; i < p->num_nodes; i++) {
-    const fz_plan_node *n = &p->nodes[i];
-    LLVMValueRef *out = val_slot(k, u, i);
-    switch (n->kind) {
-    case FZ_NODE_LOAD:
-    case FZ_NODE_STORE:
-      continue;
-    case FZ_NODE_REDUCE: /* check_node refused it */
-      return fz_emit_fail(e, FZ_ERR_INTERNAL, "node n%d reduces", i), false;
-    case FZ_NODE_LITERAL:
-      out[0] = fz_emit_literal(e, n);
-      for (int l = 1; l < lanes; l++)
+  const fz_plan_node *n = &p->nodes[i];
+  int inner = p->rank - 1;
+  LLVMValueRef *out = fz_slot_val(p, table, i);
+  switch (n->kind) {
+  case FZ_NODE_LOAD:
+  case FZ_NODE_STORE:
+  case FZ_NODE_REDUCE: /* the skeletons handle these */
+    return fz_emit_fail(e, FZ_ERR_INTERNAL, "node n%d is not a value node", i),
+           false;
+  case FZ_NODE_LITERAL:
+    out[0] = fz_emit_literal(e, n);
+    for (int l = 1; l < lanes; l++)
+      out[l] = out[0];
+    break;
+  case FZ_NODE_IOTA: {
+    LLVMValueRef index = iota_index(k, c, n);
+    for (int l = 0; l < lanes; l++) {
+      LLVMValueRef il = index;
+      if (l > 0 && n->coeff[inner] == 0) {
         out[l] = out[0];
-      break;
-    case FZ_NODE_IOTA: {
-      LLVMValueRef index = iota_index(k, u, n);
-      for (int l = 0; l < lanes; l++) {
-        LLVMValueRef il = index;
-        if (l > 0 && n->coeff[inner] == 0) {
-          out[l] = out[0];
-          continue;
-        }
-        if (l > 0)
-          il = LLVMBuildAdd(
-              e->b, index,
-              LLVMConstInt(e->t_i64, (unsigned long long)(n->coeff[inner] * l),
-                           1),
-              "");
-        out[l] = fz_emit_iota(e, n, il);
+        continue;
       }
-      break;
+      if (l > 0)
+        il = LLVMBuildAdd(
+            e->b, index,
+            LLVMConstInt(e->t_i64, (unsigned long long)(n->coeff[inner] * l),
+                         1),
+            "");
+      out[l] = fz_emit_iota(e, n, il);
     }
-    case FZ_NODE_OP: {
-      int distinct = uniform_operands(k, u, n) ? 1 : lanes;
-      for (int l = 0; l < lanes; l++) {
-        if (l >= distinct) {
-          out[l] = out[0];
-          continue;
-        }
-        LLVMValueRef args[3];
-        for (int j = 0; j < n->num_operands; j++)
-          args[j] = val_slot(k, u, n->operands[j])[l];
-        out[l] = fz_emit_op_node(e, n, args);
-        if (!out[l])
-          break;
-      }
-      break;
-    }
-    }
-    if (e->failed || !out[0])
-      return fz_emit_fail(e, FZ_ERR_INTERNAL, "node n%d produced no value", i),
-             false;
+    break;
   }
+  case FZ_NODE_OP: {
+    int distinct = uniform_operands(p, table, n, lanes) ? 1 : lanes;
+    for (int l = 0; l < lanes; l++) {
+      if (l >= distinct) {
+        out[l] = out[0];
+        continue;
+      }
+      LLVMValueRef args[3];
+      for (int j = 0; j < n->num_operands; j++)
+        args[j] = fz_slot_val(p, table, n->operands[j])[l];
+      out[l] = fz_emit_op_node(e, n, args);
+      if (!out[l])
+        break;
+    }
+    break;
+  }
+  }
+  if (e->failed || !out[0])
+    return fz_emit_fail(e, FZ_ERR_INTERNAL, "node n%d produced no value", i),
+           false;
   return true;
 }
 
-/* ---- step 3: stores ------------------------------------------------------ */
-
-static bool emit_slot_stores(kernel *k, int u, LLVMValueRef *offs) {
+bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
+                          LLVMValueRef off, int lanes) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
-  LLVMBasicBlockRef next = NULL;
-  if (u > 0) {
-    char name[32];
-    snprintf(name, sizeof name, "store.u%d", u);
-    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->ctx, e->fn, name);
-    snprintf(name, sizeof name, "stored.u%d", u);
-    next = LLVMAppendBasicBlockInContext(e->ctx, e->fn, name);
-    LLVMBuildCondBr(e->b, k->active[u], then, next);
-    LLVMPositionBuilderAtEnd(e->b, then);
-  }
-  LLVMValueRef lanes[FZ_LOWER_MAX_LANES];
-  for (int i = 0; i < p->num_nodes; i++) {
-    const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_STORE)
-      continue;
-    const fz_plan_access *a = &p->accesses[n->access];
-    fz_dtype src = p->nodes[n->operands[0]].dtype;
-    LLVMValueRef *v = val_slot(k, u, n->operands[0]);
-    for (int l = 0; l < p->vector; l++)
-      if (!(lanes[l] = fz_emit_convert(e, v[l], src, a->dtype)))
-        return false;
-    if (!fz_emit_store(e, a, k->acc[n->access].ptr, offs[n->access],
-                       inner_stride(k, n->access), p->vector, lanes))
+  const fz_plan_node *n = &p->nodes[i];
+  const fz_plan_access *a = &p->accesses[n->access];
+  fz_dtype src = p->nodes[n->operands[0]].dtype;
+  LLVMValueRef *v = fz_slot_val(p, table, n->operands[0]);
+  LLVMValueRef vals[FZ_LOWER_MAX_LANES];
+  for (int l = 0; l < lanes; l++)
+    if (!(vals[l] = fz_emit_convert(e, v[l], src, a->dtype)))
       return false;
-  }
-  if (next) {
-    LLVMBuildBr(e->b, next);
-    LLVMPositionBuilderAtEnd(e->b, next);
-  }
-  return !e->failed;
-}
-
-/* ---- the loop ------------------------------------------------------------ */
-
-static bool emit_body(kernel *k) {
-  fz_emit *e = &k->e;
-  LLVMBuilderRef b = e->b;
-  const fz_plan *p = e->plan;
-  LLVMBasicBlockRef entry =
-      LLVMAppendBasicBlockInContext(e->ctx, e->fn, "entry");
-  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "loop");
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "body");
-  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "exit");
-
-  LLVMPositionBuilderAtEnd(b, entry);
-  read_params(k);
-  LLVMValueRef tid = sreg(k, "tid.x"), ntid = sreg(k, "ntid.x"),
-               ctaid = sreg(k, "ctaid.x"), nctaid = sreg(k, "nctaid.x");
-  if (!tid || !ntid || !ctaid || !nctaid)
-    return false;
-  LLVMValueRef gid =
-      LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, ctaid, ntid, ""), tid, "gid");
-  LLVMValueRef stride = LLVMBuildNUWMul(b, nctaid, ntid, "grid_stride");
-  LLVMValueRef step =
-      p->unroll == 1
-          ? stride
-          : LLVMBuildNUWMul(b, stride, idx_const(k, p->unroll), "loop_step");
-  LLVMBuildBr(b, head);
-
-  LLVMPositionBuilderAtEnd(b, head);
-  LLVMValueRef base = LLVMBuildPhi(b, e->t_idx, "base");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, base, k->groups, ""), body,
-                  exit);
-
-  LLVMPositionBuilderAtEnd(b, body);
-  LLVMValueRef **offs = calloc((size_t)p->unroll, sizeof *offs);
-  LLVMValueRef *offs_data =
-      calloc((size_t)p->unroll * (size_t)p->num_accesses, sizeof *offs_data);
-  bool ok = offs && offs_data;
-  if (!ok)
-    fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int u = 0; ok && u < p->unroll; u++)
-    offs[u] = offs_data + (size_t)u * (size_t)p->num_accesses;
-  for (int u = 0; ok && u < p->unroll; u++)
-    ok = emit_slot_loads(k, u, base, stride, offs);
-  for (int u = 0; ok && u < p->unroll; u++)
-    ok = emit_slot_compute(k, u);
-  for (int u = 0; ok && u < p->unroll; u++)
-    ok = emit_slot_stores(k, u, offs[u]);
-  free(offs);
-  free(offs_data);
-  if (!ok)
-    return false;
-  LLVMValueRef next = LLVMBuildAdd(b, base, step, "base.next");
-  LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
-  LLVMBuildBr(b, head);
-  LLVMValueRef in[2] = {gid, next};
-  LLVMBasicBlockRef from[2] = {entry, latch};
-  LLVMAddIncoming(base, in, from, 2);
-
-  LLVMPositionBuilderAtEnd(b, exit);
-  LLVMBuildRetVoid(b);
-  return true;
+  return fz_emit_store(e, a, k->acc[n->access].ptr, off,
+                       fz_kernel_inner_stride(k, n->access), lanes, vals) &&
+         !e->failed;
 }
 
 /* ---- entry point --------------------------------------------------------- */
@@ -603,6 +590,7 @@ static void init_types(fz_emit *e) {
   e->t_f32 = LLVMFloatTypeInContext(c);
   e->t_f64 = LLVMDoubleTypeInContext(c);
   e->t_ptr = LLVMPointerTypeInContext(c, 1);
+  e->t_sptr = LLVMPointerTypeInContext(c, 3);
   e->t_idx = e->plan->index32 ? e->t_i32 : e->t_i64;
 }
 
@@ -619,6 +607,28 @@ static fz_status verify(LLVMModuleRef m, fz_error *err) {
   return st;
 }
 
+static bool emit_body(fz_kernel *k) {
+  fz_emit *e = &k->e;
+  LLVMBasicBlockRef entry =
+      LLVMAppendBasicBlockInContext(e->ctx, e->fn, "entry");
+  LLVMPositionBuilderAtEnd(e->b, entry);
+  read_params(k);
+  switch (e->plan->kind) {
+  case FZ_PLAN_POINTWISE:
+    return fz_emit_pointwise(k);
+  case FZ_PLAN_INNER_REDUCTION:
+    return fz_emit_inner_reduction(k);
+  case FZ_PLAN_OUTER_REDUCTION:
+    return fz_emit_outer_reduction(k);
+  case FZ_PLAN_INNER_PERSISTENT:
+  case FZ_PLAN_INNER_OUTER_PERSISTENT:
+    return fz_emit_persistent(k);
+  default: /* check_plan refused it */
+    fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "plan kind %d", (int)e->plan->kind);
+    return false;
+  }
+}
+
 fz_status fz_lower_plan(const fz_plan *plan, LLVMContextRef ctx,
                         LLVMModuleRef *out, bool *uses_libdevice,
                         fz_error *err) {
@@ -632,27 +642,19 @@ fz_status fz_lower_plan(const fz_plan *plan, LLVMContextRef ctx,
   if (st)
     return st;
 
-  kernel k = {.e = {.plan = plan, .ctx = ctx, .err = err}};
+  fz_kernel k = {.e = {.plan = plan, .ctx = ctx, .err = err}};
   fz_emit *e = &k.e;
   init_types(e);
   e->mod = LLVMModuleCreateWithNameInContext(plan->kernel_name, ctx);
   LLVMSetTarget(e->mod, NVPTX_TRIPLE);
   LLVMSetDataLayout(e->mod, NVPTX_DATALAYOUT);
   e->b = LLVMCreateBuilderInContext(ctx);
-  size_t nvals =
-      (size_t)plan->unroll * (size_t)plan->num_nodes * (size_t)plan->vector;
   k.acc = calloc((size_t)plan->num_accesses, sizeof *k.acc);
-  k.vals = calloc(nvals ? nvals : 1, sizeof *k.vals);
-  k.coord = calloc((size_t)plan->unroll, sizeof *k.coord);
-  k.active = calloc((size_t)plan->unroll, sizeof *k.active);
-  bool ok = k.acc && k.vals && k.coord && k.active;
+  bool ok = k.acc != NULL;
   if (!ok)
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   ok = ok && declare_kernel(&k) && emit_body(&k);
   free(k.acc);
-  free(k.vals);
-  free(k.coord);
-  free(k.active);
   LLVMDisposeBuilder(e->b);
   if (!ok || e->failed) {
     if (!e->failed)

@@ -40,6 +40,9 @@ typedef struct signature_entry {
    * of one executor must not run concurrently on different streams. */
   CUdeviceptr workspace;
   CUdeviceptr counters;
+  /* Cooperative plans: the blocks that can all be resident at once, at
+   * most the plan's grid_x (kernels read gridDim, not the plan). */
+  unsigned cooperative_grid;
 } signature_entry;
 
 struct fz_executor {
@@ -347,6 +350,26 @@ static signature_entry *prepare(fz_executor *ex, const fz_device_tensor *in,
     }
     e->counters = e->workspace + ws_aligned;
   }
+  if (plan->cooperative) {
+    int per_sm = 0;
+    if (fz_module_occupancy(k->module, plan->threads, 0, &per_sm, err) !=
+        FZ_OK) {
+      fz_device_free(ex->device, e->workspace, NULL);
+      fz_arena_destroy(arena);
+      return NULL;
+    }
+    int64_t resident = (int64_t)per_sm * props->sm_count;
+    if (resident < 1) {
+      fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                   "kernel %s cannot run even one block of %d threads per SM",
+                   plan->kernel_name, plan->threads);
+      fz_device_free(ex->device, e->workspace, NULL);
+      fz_arena_destroy(arena);
+      return NULL;
+    }
+    e->cooperative_grid =
+        (unsigned)(plan->grid_x < resident ? plan->grid_x : resident);
+  }
   e->num_scalars = fz_plan_num_params(plan) - plan->num_accesses;
   if (ws + cb > 0)
     e->num_scalars -= 2; /* the two pointers come last */
@@ -480,8 +503,10 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
           (unsigned)(reduction ? plan->grid_x : plan->blocks),
           reduction ? (unsigned)plan->split : 1, 1};
       unsigned block[3] = {(unsigned)plan->threads, 1, 1};
+      if (plan->cooperative)
+        grid[0] = e->cooperative_grid;
       st = fz_module_launch(e->kernel->module, grid, block, 0,
-                            (CUstream)stream, params, false, err);
+                            (CUstream)stream, params, plan->cooperative, err);
     }
   }
   if (st != FZ_OK) {

@@ -115,16 +115,18 @@ static void inner_launch(const fz_problem *pb, fz_plan *p) {
   int64_t resident = (int64_t)pb->device.num_sms * blocks_per_sm;
   p->split = 1;
   /* Split R when the tiles leave SMs idle and each split keeps at least
-   * 4 vectors per thread. */
+   * 4 vectors per thread; round down so that the blocks make one wave
+   * (1.09 waves cost a whole second wave's latency). */
   if (tiles < resident) {
-    int64_t want = cdiv(resident, tiles);
+    int64_t want = resident / tiles;
     int64_t most = groups / (bx * 4);
     int64_t s = want < most ? want : most;
     p->split = s > 1 ? (int)(s > 65535 ? 65535 : s) : 1;
   }
   p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
   int64_t per_thread = cdiv(groups, bx * p->split);
-  p->unroll = per_thread >= 4 ? 4 : per_thread >= 2 ? 2 : 1;
+  /* all of a thread's loads of a row in flight at once, up to 8 */
+  p->unroll = per_thread >= 8 ? 8 : per_thread >= 4 ? 4 : per_thread >= 2 ? 2 : 1;
   p->threads = (int)(bx * by);
   p->blocks = p->grid_x * p->split;
 }
@@ -138,9 +140,11 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
   int64_t bx = 32;
   if (bx > pow2_ceil(kept))
     bx = pow2_ceil(kept);
-  int64_t by = 256 / bx;
-  if (by > 32)
-    by = 32;
+  /* 512 threads: when the kept space is narrow, more of them walk R, so
+   * fewer splits are needed and the last block's finish stays short */
+  int64_t by = 512 / bx;
+  if (by > 128)
+    by = 128;
   if (by > pow2_ceil(rlen))
     by = pow2_ceil(rlen);
   if (by < 1)
@@ -154,7 +158,7 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
   int64_t resident = (int64_t)pb->device.num_sms * blocks_per_sm;
   p->split = 1;
   if (tiles < resident) {
-    int64_t want = cdiv(resident, tiles);
+    int64_t want = resident / tiles; /* one wave, as for inner */
     int64_t most = rlen / (by * 8); /* keep 8 rows per thread per split */
     int64_t s = want < most ? want : most;
     p->split = s > 1 ? (int)(s > 65535 ? 65535 : s) : 1;

@@ -1,0 +1,882 @@
+/* persistent.c - the kernel of a persistent normalization plan (softmax,
+ * layer norm, RMS norm, and the row half of their backwards), as a script:
+ *
+ *   entry:  the thread's position (tx, ty) and its groups g_k = tx +
+ *           k * block_x, k < persistent (a group past the row's end is
+ *           clamped to group 0 and marked inactive), their R coordinates
+ *           and offset terms, once for every row the thread will see; the
+ *           CONST nodes once; the COLC nodes (a weight row) once per group;
+ *           the column accumulators set to identities;
+ *   tiles:  for (tile = ctaid.x; tile < ceil(kept / block_y); tile +=
+ *           nctaid.x) the row tile * block_y + ty (a row past the end is
+ *           clamped to the last one: its loads stay in bounds and its
+ *           threads still meet the row's shuffles and barriers);
+ *     1. the row's loads, every group at once: the only pass over the
+ *        row's memory;
+ *     2. rounds p = 0 .. phases-1: the nodes the row REDUCE nodes of phase
+ *        p+1 need, computed from registers; the groups and lanes of the
+ *        thread accumulated (inactive groups give the identity), then an
+ *        all-reduce over the row's block_x threads: combine.c's butterfly
+ *        and, across warps, its shared-memory step, then one shuffle from
+ *        lane 0 so that every thread of the row has the row value, which
+ *        is rounded to the node's dtype as the interpreter rounds it;
+ *     3. the epilogue, for a row inside the space: per group, the nodes
+ *        still to compute, the column partials, the full-space stores
+ *        (inside the row); the row-space stores by tx == 0;
+ *   columns (INNER_OUTER only): persistent_columns.c.
+ *
+ * Nodes are computed on demand (each at most once per row and group),
+ * so a node is computed in the round that first needs it and values that
+ * only the epilogue reads are not live across the rounds' barriers. Which
+ * values are computed how often comes from what they vary along
+ * (persistent.h), not only from the plan's flags. Rounds alternate
+ * between two halves of the shared scratch, so one barrier per round is
+ * enough; an odd number of rounds adds one at the end of the tile.
+ */
+#include "persistent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- checking the plan ------------------------------------------------- */
+
+static bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+static bool varies_along(const fz_plan *p, const fz_plan_access *a,
+                         bool reduced) {
+  for (int d = 0; d < p->rank; d++)
+    if (p->reduced[d] == reduced && a->strides[d] != 0)
+      return true;
+  return false;
+}
+
+static fz_status check_persistent_node(const fz_plan *p, int i, fz_error *err) {
+  const fz_plan_node *n = &p->nodes[i];
+  bool outer = p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+  if (n->post && n->column)
+    return fz_error_set(err, FZ_ERR_INTERNAL,
+                        "lower: node n%d is in the row and the column space",
+                        i);
+  if (n->phase < 0 || n->phase > p->phases)
+    return fz_error_set(err, FZ_ERR_INTERNAL,
+                        "lower: node n%d has phase %d of %d", i, n->phase,
+                        p->phases);
+  if (n->kind == FZ_NODE_REDUCE) {
+    const fz_plan_node *o = &p->nodes[n->operands[0]];
+    if (n->num_operands != 1 || (!n->post && !n->column) || o->post ||
+        o->column)
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: reduce n%d must turn a full-space value "
+                          "into a row or column value",
+                          i);
+    if (n->column && !outer)
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: column reduce n%d in an inner plan", i);
+    if (n->post && (n->phase < 1 || o->phase > n->phase - 1))
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: row reduce n%d of phase %d reads n%d of "
+                          "phase %d",
+                          i, n->phase, n->operands[0], o->phase);
+    switch (n->code) {
+    case FZ_OP_SUM:
+    case FZ_OP_PROD:
+    case FZ_OP_AMAX:
+    case FZ_OP_AMIN:
+      return FZ_OK;
+    default:
+      return fz_error_set(
+          err, FZ_ERR_UNSUPPORTED, "lower: reduce n%d: %s is not a reduction",
+          i,
+          (unsigned)n->code < FZ_NUM_OPCODES ? fz_op_table[n->code].name : "?");
+    }
+  }
+  for (int k = 0; k < n->num_operands; k++) {
+    const fz_plan_node *o = &p->nodes[n->operands[k]];
+    if (o->column && !n->column)
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: node n%d reads column node n%d", i,
+                          n->operands[k]);
+    if (!n->column && o->phase > n->phase)
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: node n%d of phase %d reads n%d of phase %d",
+                          i, n->phase, n->operands[k], o->phase);
+  }
+  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) &&
+      (n->post || n->column)) {
+    const fz_plan_access *a = &p->accesses[n->access];
+    if (varies_along(p, a, n->post))
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: %s node n%d: a%d varies along the %s axes",
+                          n->post ? "row" : "column", i, n->access,
+                          n->post ? "reduced" : "kept");
+  }
+  return FZ_OK;
+}
+
+fz_status fz_check_persistent(const fz_plan *p, fz_error *err) {
+  int last = p->rank - 1;
+  if (!is_pow2(p->block_x) || !is_pow2(p->block_y) ||
+      (int64_t)p->block_x * p->block_y != p->threads ||
+      (p->threads > 32 && p->threads % 32 != 0) || p->grid_x < 1 ||
+      p->split != 1)
+    return fz_error_set(err, FZ_ERR_INTERNAL,
+                        "lower: persistent block %dx%d, %d threads, grid "
+                        "%lldx%d",
+                        p->block_x, p->block_y, p->threads,
+                        (long long)p->grid_x, p->split);
+  if (!p->reduced[last] || p->extents[last] % p->vector != 0)
+    return fz_error_set(err, FZ_ERR_INTERNAL,
+                        "lower: a persistent row must be innermost and a "
+                        "multiple of %d lanes",
+                        p->vector);
+  if (p->persistent < 1 || p->persistent * p->vector > FZ_PERS_MAX_VALUES ||
+      p->phases < 0 || p->phases > 64)
+    return fz_error_set(err, FZ_ERR_INTERNAL,
+                        "lower: %d persistent groups of %d lanes, %d phases",
+                        p->persistent, p->vector, p->phases);
+  fz_status st;
+  for (int i = 0; i < p->num_nodes; i++)
+    if ((st = check_persistent_node(p, i, err)))
+      return st;
+  return FZ_OK;
+}
+
+/* ---- small pieces -------------------------------------------------------- */
+
+static LLVMValueRef i32c(fz_emit *e, unsigned v) {
+  return LLVMConstInt(e->t_i32, v, 0);
+}
+
+LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name) {
+  fz_emit *e = &s->k->e;
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(e->fn);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first)
+    LLVMPositionBuilderBefore(b, first);
+  else
+    LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef a = LLVMBuildAlloca(b, t, name);
+  LLVMDisposeBuilder(b);
+  return a;
+}
+
+LLVMValueRef fz_pers_loop_begin(fz_emit *e, pers_loop *l, LLVMValueRef start,
+                                LLVMValueRef end, const char *name) {
+  LLVMBuilderRef b = e->b;
+  char label[64];
+  l->pre = LLVMGetInsertBlock(b);
+  l->head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, name);
+  snprintf(label, sizeof label, "%s.body", name);
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
+  snprintf(label, sizeof label, "%s.done", name);
+  l->exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
+  LLVMBuildBr(b, l->head);
+  LLVMPositionBuilderAtEnd(b, l->head);
+  l->iv = LLVMBuildPhi(b, LLVMTypeOf(start), name);
+  LLVMValueRef in[1] = {start};
+  LLVMBasicBlockRef from[1] = {l->pre};
+  LLVMAddIncoming(l->iv, in, from, 1);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, l->iv, end, ""), body,
+                  l->exit);
+  LLVMPositionBuilderAtEnd(b, body);
+  return l->iv;
+}
+
+void fz_pers_loop_end(fz_emit *e, pers_loop *l, LLVMValueRef step) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef next = LLVMBuildAdd(b, l->iv, step, "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+  LLVMBuildBr(b, l->head);
+  LLVMValueRef in[1] = {next};
+  LLVMBasicBlockRef from[1] = {latch};
+  LLVMAddIncoming(l->iv, in, from, 1);
+  LLVMPositionBuilderAtEnd(b, l->exit);
+}
+
+/* shfl.sync.idx from lane 0 of the warp: what lane 0 holds, everywhere. */
+static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  LLVMBuilderRef b = e->b;
+  if (t == e->t_f32 || t == e->t_i32) {
+    LLVMValueRef args[4] = {i32c(e, mask), v, i32c(e, 0), i32c(e, 0x1f)};
+    return fz_emit_intrinsic(e,
+                             t == e->t_f32 ? "llvm.nvvm.shfl.sync.idx.f32"
+                                           : "llvm.nvvm.shfl.sync.idx.i32",
+                             NULL, 0, args, 4);
+  }
+  if (t != e->t_f64 && t != e->t_i64)
+    return fz_emit_fail(e, FZ_ERR_INTERNAL, "no shuffle for this type");
+  LLVMValueRef bits = t == e->t_f64 ? LLVMBuildBitCast(b, v, e->t_i64, "") : v;
+  LLVMValueRef c32 = LLVMConstInt(e->t_i64, 32, 0);
+  LLVMValueRef lo = shfl_lane0(e, LLVMBuildTrunc(b, bits, e->t_i32, ""), mask);
+  LLVMValueRef hi = shfl_lane0(
+      e, LLVMBuildTrunc(b, LLVMBuildLShr(b, bits, c32, ""), e->t_i32, ""),
+      mask);
+  if (!lo || !hi)
+    return NULL;
+  LLVMValueRef r = LLVMBuildOr(
+      b, LLVMBuildZExt(b, lo, e->t_i64, ""),
+      LLVMBuildShl(b, LLVMBuildZExt(b, hi, e->t_i64, ""), c32, ""), "");
+  return t == e->t_f64 ? LLVMBuildBitCast(b, r, e->t_f64, "") : r;
+}
+
+/* ---- spaces -------------------------------------------------------------- */
+
+enum { VARY_KEPT = 1, VARY_R = 2 };
+
+/* What each node varies along, then its space (persistent.h). */
+static bool classify(pers *s) {
+  const fz_plan *p = s->p;
+  fz_emit *e = &s->k->e;
+  unsigned char *vary = calloc((size_t)p->num_nodes, 1);
+  if (!vary) {
+    fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+    return false;
+  }
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    unsigned v = 0;
+    switch (n->kind) {
+    case FZ_NODE_LOAD:
+    case FZ_NODE_STORE: {
+      const fz_plan_access *a = &p->accesses[n->access];
+      v = (varies_along(p, a, false) ? VARY_KEPT : 0) |
+          (varies_along(p, a, true) ? VARY_R : 0);
+      break;
+    }
+    case FZ_NODE_IOTA:
+      for (int d = 0; d < p->rank; d++)
+        if (n->coeff[d] != 0)
+          v |= p->reduced[d] ? VARY_R : VARY_KEPT;
+      break;
+    case FZ_NODE_REDUCE:
+      v = n->post ? VARY_KEPT : VARY_R;
+      break;
+    default:
+      for (int k = 0; k < n->num_operands; k++)
+        v |= vary[n->operands[k]];
+      break;
+    }
+    vary[i] = (unsigned char)v;
+    pers_space sp;
+    if (n->column)
+      sp = PS_COLUMN;
+    else if (n->kind == FZ_NODE_REDUCE || n->post)
+      sp = n->kind != FZ_NODE_REDUCE && !(v & VARY_KEPT) ? PS_CONST : PS_ROW;
+    else
+      sp = v == 0           ? PS_CONST
+           : v == VARY_KEPT ? PS_ROW
+           : v == VARY_R    ? PS_COLC
+                            : PS_FULL;
+    if (n->post && n->kind != FZ_NODE_REDUCE && (v & VARY_R)) {
+      free(vary);
+      fz_emit_fail(e, FZ_ERR_INTERNAL,
+                   "row node n%d depends on values that vary along the row", i);
+      return false;
+    }
+    s->space[i] = (unsigned char)sp;
+  }
+  free(vary);
+  return true;
+}
+
+/* ---- evaluation on demand ------------------------------------------------ */
+
+static bool *row_done(pers *s, int i) {
+  return &s->done[(size_t)s->G * (size_t)s->p->num_nodes + (size_t)i];
+}
+
+static bool *group_done(pers *s, int k, int i) {
+  return &s->done[(size_t)k * (size_t)s->p->num_nodes + (size_t)i];
+}
+
+static LLVMValueRef *offs(pers *s, int k) {
+  return s->roff + (size_t)(s->G + k) * (size_t)s->p->num_accesses;
+}
+
+/* A CONST or ROW node, one lane, in the row table. */
+static bool eval_row(pers *s, int i) {
+  fz_kernel *k = s->k;
+  const fz_plan *p = s->p;
+  const fz_plan_node *n = &p->nodes[i];
+  if (*row_done(s, i))
+    return true;
+  if (s->space[i] != PS_CONST && s->space[i] != PS_ROW)
+    return fz_emit_fail(&k->e, FZ_ERR_INTERNAL,
+                        "n%d is not constant along the row", i),
+           false;
+  if (n->kind == FZ_NODE_REDUCE)
+    return fz_emit_fail(&k->e, FZ_ERR_INTERNAL,
+                        "row reduce n%d used before its round", i),
+           false;
+  for (int j = 0; j < n->num_operands; j++)
+    if (!eval_row(s, n->operands[j]))
+      return false;
+  bool ok = n->kind == FZ_NODE_LOAD
+                ? fz_kernel_load_node(k, i, s->rowt, s->base[n->access], 1)
+                : fz_kernel_value_node(k, i, s->rowt, s->row_coord, 1);
+  *row_done(s, i) = ok;
+  return ok;
+}
+
+/* Node i for group k, all lanes, in the group's table: row values are
+ * the same in every lane. */
+static bool eval_full(pers *s, int i, int k) {
+  const fz_plan *p = s->p;
+  const fz_plan_node *n = &p->nodes[i];
+  if (*group_done(s, k, i))
+    return true;
+  LLVMValueRef *t = pers_full(s, k, i);
+  switch ((pers_space)s->space[i]) {
+  case PS_CONST:
+  case PS_ROW:
+    if (!eval_row(s, i))
+      return false;
+    for (int l = 0; l < s->V; l++)
+      t[l] = s->rowt[(size_t)i * (size_t)s->V];
+    break;
+  case PS_COLC:
+  case PS_FULL: {
+    for (int j = 0; j < n->num_operands; j++)
+      if (!eval_full(s, n->operands[j], k))
+        return false;
+    LLVMValueRef *table = pers_full(s, k, 0);
+    bool ok =
+        n->kind == FZ_NODE_LOAD
+            ? fz_kernel_load_node(s->k, i, table, offs(s, k)[n->access], s->V)
+            : fz_kernel_value_node(s->k, i, table, s->coord[k], s->V);
+    if (!ok)
+      return false;
+    break;
+  }
+  case PS_COLUMN:
+    return fz_emit_fail(&s->k->e, FZ_ERR_INTERNAL,
+                        "column node n%d read in a row", i),
+           false;
+  }
+  *group_done(s, k, i) = true;
+  return true;
+}
+
+/* ---- setup ----------------------------------------------------------------
+ */
+
+static bool setup(pers *s, fz_kernel *k) {
+  fz_emit *e = &k->e;
+  const fz_plan *p = e->plan;
+  s->k = k;
+  s->p = p;
+  s->G = p->persistent;
+  s->V = p->vector;
+  s->outer = p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+  for (int d = 0; d < p->rank; d++) {
+    if (p->reduced[d]) {
+      s->raxes[s->nr++] = d;
+      s->rmask |= 1u << d;
+    } else {
+      s->kaxes[s->nk++] = d;
+      s->kmask |= 1u << d;
+    }
+  }
+  size_t nodes = (size_t)p->num_nodes, G = (size_t)s->G, V = (size_t)s->V,
+         acc = (size_t)p->num_accesses;
+  s->space = calloc(nodes ? nodes : 1, 1);
+  s->g = calloc(G, sizeof *s->g);
+  s->gactive = calloc(G, sizeof *s->gactive);
+  s->coord = calloc(G, sizeof *s->coord);
+  s->roff = calloc(2 * G * acc, sizeof *s->roff);
+  s->full = calloc(G * nodes * V + 1, sizeof *s->full);
+  s->rowt = calloc(nodes * V + 1, sizeof *s->rowt);
+  s->done = calloc((G + 1) * nodes + 1, sizeof *s->done);
+  s->base = calloc(acc, sizeof *s->base);
+  for (int i = 0; i < p->num_nodes; i++)
+    if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column) {
+      if (s->ncol == PERS_MAX_COLUMN_REDUCES) {
+        fz_emit_fail(e, FZ_ERR_UNSUPPORTED,
+                     "more than %d column reductions in a kernel",
+                     PERS_MAX_COLUMN_REDUCES);
+        return false;
+      }
+      s->colnode[s->ncol++] = i;
+    }
+  s->colacc = calloc((size_t)s->ncol * G * V + 1, sizeof *s->colacc);
+  if (!s->space || !s->g || !s->gactive || !s->coord || !s->roff || !s->full ||
+      !s->rowt || !s->done || !s->base || !s->colacc) {
+    fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+    return false;
+  }
+  return classify(s);
+}
+
+static void teardown(pers *s) {
+  free(s->space);
+  free(s->g);
+  free(s->gactive);
+  free(s->coord);
+  free(s->roff);
+  free(s->full);
+  free(s->rowt);
+  free(s->done);
+  free(s->base);
+  free(s->colacc);
+}
+
+/* ---- the row combine's layout -------------------------------------------- */
+
+/* The row REDUCE nodes of round p (phase p + 1). */
+static void round_set(pers *s, int round, fz_reduce_set *rs) {
+  const fz_plan *p = s->p;
+  rs->count = 0;
+  for (int i = 0; i < p->num_nodes && rs->count < FZ_LOWER_MAX_COLUMNS; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_REDUCE || !n->post || n->phase != round + 1)
+      continue;
+    rs->node[rs->count] = i;
+    rs->code[rs->count] = n->code;
+    rs->acc[rs->count] = fz_reduce_acc_dtype(n->dtype);
+    rs->count++;
+  }
+}
+
+/* combine.c's inner layout for a row of block_x threads: a butterfly
+ * within the row's part of a warp, then one value per warp and row in
+ * shared memory. */
+static void row_layout(const fz_plan *p, const fz_reduce_set *rs,
+                       fz_reduce_layout *l) {
+  *l = (fz_reduce_layout){0};
+  l->lanes = 1;
+  l->warp_mask = p->threads >= 32 ? 0xffffffffu : (1u << p->threads) - 1;
+  l->shuffle_width = p->block_x < 32 ? p->block_x : 32;
+  l->warps_per_row = p->block_x > 32 ? p->block_x / 32 : 1;
+  if (l->warps_per_row > 1) {
+    for (int r = 0; r < rs->count; r++)
+      l->scratch_bytes += fz_dtype_size(rs->acc[r]) * (size_t)p->block_y *
+                          (size_t)l->warps_per_row;
+    l->columns_per_pass = rs->count;
+  }
+}
+
+/* The largest round's scratch: each of the two halves holds it. */
+static size_t row_half_bytes(pers *s) {
+  size_t most = 0;
+  for (int r = 0; r < s->p->phases; r++) {
+    fz_reduce_set rs;
+    fz_reduce_layout l;
+    round_set(s, r, &rs);
+    row_layout(s->p, &rs, &l);
+    if (l.scratch_bytes > most)
+      most = l.scratch_bytes;
+  }
+  return (most + 15) & ~(size_t)15;
+}
+
+/* The kernel covers a row with `persistent` groups per thread, all but
+ * the last inside every row: (persistent - 1) * block_x < groups <=
+ * persistent * block_x, which is how the scheduler sizes `persistent`
+ * (and the plan key holds both). A launch outside that would skip
+ * elements or read past the row, so it traps instead: a failed launch,
+ * never a wrong answer. */
+static bool guard_row_length(pers *s) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  int64_t bx = s->p->block_x;
+  LLVMValueRef few = LLVMBuildICmp(b, LLVMIntULE, s->r_groups,
+                                   fz_kernel_idx(k, (s->G - 1) * bx), "");
+  LLVMValueRef many = LLVMBuildICmp(b, LLVMIntUGT, s->r_groups,
+                                    fz_kernel_idx(k, s->G * bx), "");
+  LLVMBasicBlockRef bad =
+      LLVMAppendBasicBlockInContext(e->ctx, e->fn, "bad.row.length");
+  LLVMBasicBlockRef ok =
+      LLVMAppendBasicBlockInContext(e->ctx, e->fn, "row.length.ok");
+  LLVMBuildCondBr(b, LLVMBuildOr(b, few, many, ""), bad, ok);
+  LLVMPositionBuilderAtEnd(b, bad);
+  fz_emit_intrinsic(e, "llvm.trap", NULL, 0, NULL, 0);
+  LLVMBuildUnreachable(b);
+  LLVMPositionBuilderAtEnd(b, ok);
+  return !e->failed;
+}
+
+/* ---- entry ------------------------------------------------------------------
+ */
+
+static bool entry(pers *s) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  int A = p->num_accesses;
+
+  /* column accumulators, set to identities once */
+  for (int j = 0; j < s->ncol; j++) {
+    const fz_plan_node *n = &p->nodes[s->colnode[j]];
+    fz_dtype acc = fz_reduce_acc_dtype(n->dtype);
+    LLVMValueRef id = fz_reduce_identity(e, n->code, acc);
+    for (int g = 0; g < s->G; g++)
+      for (int l = 0; l < s->V; l++) {
+        LLVMValueRef a = LLVMBuildAlloca(b, fz_emit_reg_type(e, acc), "");
+        fz_set_name(a, "col%d.%d.%d", j, g, l);
+        LLVMBuildStore(b, id, a);
+        *pers_colacc(s, j, g, l) = a;
+      }
+  }
+
+  /* shared memory: the two halves of the row scratch, or the column
+   * combine's, whichever is larger */
+  size_t half = row_half_bytes(s);
+  s->row_scratch = half > 0;
+  fz_reduce_layout shared = {0};
+  shared.scratch_bytes = 2 * half;
+  size_t cols = s->outer ? fz_pers_column_scratch(s) : 0;
+  if (cols > shared.scratch_bytes)
+    shared.scratch_bytes = cols;
+  fz_reduce_declare_shared(k, &shared, &s->bs);
+
+  s->bs.tid = fz_emit_sreg(e, "tid.x");
+  if (!s->bs.tid)
+    return false;
+  int shift = 0;
+  while ((1 << shift) < p->block_x)
+    shift++;
+  s->bs.tx =
+      LLVMBuildAnd(b, s->bs.tid, i32c(e, (unsigned)p->block_x - 1), "tx");
+  s->bs.ty = LLVMBuildLShr(b, s->bs.tid, i32c(e, (unsigned)shift), "ty");
+  s->tx = LLVMBuildZExt(b, s->bs.tx, e->t_idx, "");
+  s->ty = LLVMBuildZExt(b, s->bs.ty, e->t_idx, "");
+
+  /* the thread's groups: the same R coordinates for every row */
+  LLVMValueRef points = fz_kernel_idx(k, 1);
+  for (int i = 0; i < s->nr; i++)
+    points = LLVMBuildNUWMul(b, points, k->ext[s->raxes[i]], "");
+  s->r_groups =
+      s->V == 1 ? points : LLVMBuildUDiv(b, points, fz_kernel_idx(k, s->V), "");
+  fz_set_name(s->r_groups, "r_groups");
+  if (s->nr > 1) {
+    LLVMValueRef x = k->ext[s->raxes[s->nr - 1]];
+    s->r_per_row =
+        s->V == 1 ? x : LLVMBuildUDiv(b, x, fz_kernel_idx(k, s->V), "");
+  }
+  if (!guard_row_length(s))
+    return false;
+  LLVMValueRef zero = fz_kernel_idx(k, 0);
+  for (int g = 0; g < s->G; g++) {
+    LLVMValueRef at =
+        LLVMBuildAdd(b, s->tx, fz_kernel_idx(k, (int64_t)g * p->block_x), "");
+    if (g < s->G - 1) {
+      /* inside every row (guard_row_length): no clamp, so the offsets of
+       * the groups are constant steps apart */
+      s->gactive[g] = LLVMConstInt(e->t_i1, 1, 0);
+      s->g[g] = at;
+    } else {
+      s->gactive[g] = LLVMBuildICmp(b, LLVMIntULT, at, s->r_groups, "");
+      fz_set_name(s->gactive[g], "active.g%d", g);
+      s->g[g] = LLVMBuildSelect(b, s->gactive[g], at, zero, "");
+    }
+    fz_set_name(s->g[g], "g%d", g);
+    LLVMValueRef *c = s->coord[g];
+    for (int d = 0; d < p->rank; d++)
+      c[d] = zero;
+    fz_kernel_decompose(k, s->g[g], s->raxes, s->nr, s->V, s->r_per_row, c);
+    for (int a = 0; a < A; a++) {
+      LLVMValueRef t = fz_kernel_offset(k, a, zero, c, s->rmask);
+      s->roff[(size_t)g * (size_t)A + (size_t)a] = t;
+      offs(s, g)[a] = LLVMBuildAdd(b, k->acc[a].offset, t, "");
+    }
+  }
+
+  /* nodes constant along the rows: once. A weight row (COLC) is loaded
+   * here only where a block walks many rows (inner-outer plans); an
+   * inner plan's block mostly has one row, and there it is cheaper to
+   * load it where it is first used, after the rounds, than to keep it
+   * live across their barriers. */
+  for (int d = 0; d < p->rank; d++)
+    s->row_coord[d] = zero;
+  for (int a = 0; a < A; a++)
+    s->base[a] = k->acc[a].offset;
+  for (int i = 0; i < p->num_nodes; i++) {
+    if (p->nodes[i].kind == FZ_NODE_STORE)
+      continue;
+    if (s->space[i] == PS_CONST && !eval_row(s, i))
+      return false;
+    for (int g = 0; g < s->G && s->space[i] == PS_COLC && s->outer; g++)
+      if (!eval_full(s, i, g))
+        return false;
+  }
+  return !e->failed;
+}
+
+/* ---- a row ----------------------------------------------------------------
+ */
+
+static void row_start(pers *s, LLVMValueRef row) {
+  fz_kernel *k = s->k;
+  LLVMBuilderRef b = k->e.b;
+  const fz_plan *p = s->p;
+  int A = p->num_accesses;
+  LLVMValueRef per_row = s->nk > 0 ? k->ext[s->kaxes[s->nk - 1]] : NULL;
+  fz_kernel_decompose(k, row, s->kaxes, s->nk, 1, per_row, s->row_coord);
+  for (int a = 0; a < A; a++) {
+    s->base[a] =
+        fz_kernel_offset(k, a, k->acc[a].offset, s->row_coord, s->kmask);
+    fz_set_name(s->base[a], "base.a%d", a);
+    for (int g = 0; g < s->G; g++) {
+      offs(s, g)[a] = LLVMBuildNSWAdd(
+          b, s->base[a], s->roff[(size_t)g * (size_t)A + (size_t)a], "");
+    }
+  }
+  for (int g = 0; g < s->G; g++)
+    for (int i = 0; i < s->nk; i++)
+      s->coord[g][s->kaxes[i]] = s->row_coord[s->kaxes[i]];
+}
+
+/* Every load of the row, before any arithmetic. */
+static bool row_loads(pers *s) {
+  const fz_plan *p = s->p;
+  for (int i = 0; i < p->num_nodes; i++) {
+    if (p->nodes[i].kind != FZ_NODE_LOAD)
+      continue;
+    if (s->space[i] == PS_ROW && !eval_row(s, i))
+      return false;
+    for (int g = 0; g < s->G && s->space[i] == PS_FULL; g++)
+      if (!eval_full(s, i, g))
+        return false;
+  }
+  return true;
+}
+
+/* The phase whose round first has node i's value. */
+static int ready_in(const fz_plan *p, int i) { return p->nodes[i].phase; }
+
+/* The thread's groups and lanes of row REDUCE node `o`'s operand, one
+ * value (groups past the row's end give the identity). */
+static LLVMValueRef thread_partial(pers *s, const fz_reduce_set *rs, int r) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  int o = p->nodes[rs->node[r]].operands[0];
+  fz_dtype from = p->nodes[o].dtype;
+  LLVMValueRef id = fz_reduce_identity(e, rs->code[r], rs->acc[r]);
+  /* one chain per lane over the groups, then the lanes pairwise */
+  LLVMValueRef lane[FZ_LOWER_MAX_LANES];
+  for (int l = 0; l < s->V; l++) {
+    lane[l] = id;
+    for (int g = 0; g < s->G; g++) {
+      LLVMValueRef v =
+          fz_emit_convert(e, pers_full(s, g, o)[l], from, rs->acc[r]);
+      if (!v)
+        return NULL;
+      v = LLVMBuildSelect(b, s->gactive[g], v, id, "");
+      lane[l] = fz_reduce_combine(e, rs->code[r], rs->acc[r], lane[l], v);
+      if (!lane[l])
+        return NULL;
+    }
+  }
+  for (int w = 1; w < s->V; w *= 2)
+    for (int l = 0; l + w < s->V; l += 2 * w)
+      if (!(lane[l] = fz_reduce_combine(e, rs->code[r], rs->acc[r], lane[l],
+                                        lane[l + w])))
+        return NULL;
+  return lane[0];
+}
+
+/* The row REDUCE nodes of phase round + 1, all-reduced over the row. */
+static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  const fz_plan *p = s->p;
+  LLVMValueRef vals[FZ_LOWER_MAX_COLUMNS];
+  for (int r = 0; r < rs->count; r++)
+    if (!(vals[r] = thread_partial(s, rs, r)))
+      return false;
+  fz_reduce_layout lay;
+  row_layout(p, rs, &lay);
+  fz_block_state bs = s->bs;
+  if (lay.warps_per_row > 1 && (round & 1)) {
+    LLVMValueRef off = i32c(e, (unsigned)row_half_bytes(s));
+    bs.scratch = LLVMBuildInBoundsGEP2(e->b, e->t_i8, s->bs.scratch, &off, 1,
+                                       "scratch.odd");
+  }
+  if (!fz_emit_row_combine(k, rs, &lay, &bs, vals))
+    return false;
+  for (int r = 0; r < rs->count; r++) {
+    if (lay.warps_per_row > 1 &&
+        !(vals[r] = shfl_lane0(e, vals[r], lay.warp_mask)))
+      return false;
+    int i = rs->node[r];
+    LLVMValueRef v = fz_emit_convert(e, vals[r], rs->acc[r], p->nodes[i].dtype);
+    if (!v)
+      return false;
+    fz_set_name(v, "row.n%d", i);
+    s->rowt[(size_t)i * (size_t)s->V] = v;
+    *row_done(s, i) = true;
+  }
+  return !e->failed;
+}
+
+/* Column partials of the nodes whose operand is ready in this round, for
+ * a row inside the space (an inactive group's are never published). */
+static bool column_accumulate(pers *s, int round, LLVMValueRef live) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  for (int j = 0; j < s->ncol; j++) {
+    const fz_plan_node *n = &p->nodes[s->colnode[j]];
+    int o = n->operands[0];
+    if (ready_in(p, o) != round)
+      continue;
+    fz_dtype acc = fz_reduce_acc_dtype(n->dtype);
+    LLVMTypeRef t = fz_emit_reg_type(e, acc);
+    for (int g = 0; g < s->G; g++)
+      for (int l = 0; l < s->V; l++) {
+        LLVMValueRef v =
+            fz_emit_convert(e, pers_full(s, g, o)[l], p->nodes[o].dtype, acc);
+        LLVMValueRef slot = *pers_colacc(s, j, g, l);
+        LLVMValueRef a = LLVMBuildLoad2(b, t, slot, "");
+        LLVMValueRef sum = v ? fz_reduce_combine(e, n->code, acc, a, v) : NULL;
+        if (!sum)
+          return false;
+        LLVMBuildStore(b, LLVMBuildSelect(b, live, sum, a, ""), slot);
+      }
+  }
+  return !e->failed;
+}
+
+static bool stored_in(const fz_plan *p, const fz_plan_node *n, int round) {
+  return n->kind == FZ_NODE_STORE && !n->column &&
+         ready_in(p, n->operands[0]) == round;
+}
+
+/* Stores whose value is ready in this round, for a row inside the space:
+ * full-space ones for the groups inside the row, row-space ones by
+ * tx == 0. Only stores sit behind the branches: every value they need
+ * was computed before, where it dominates the rest of the row. */
+static bool row_stores(pers *s, int round, LLVMValueRef live) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  const fz_plan *p = s->p;
+  bool full = false, row = false;
+  for (int i = 0; i < p->num_nodes; i++)
+    if (stored_in(p, &p->nodes[i], round)) {
+      full |= !p->nodes[i].post;
+      row |= p->nodes[i].post;
+    }
+  if (!full && !row)
+    return true;
+  char name[32];
+  snprintf(name, sizeof name, "row.live.p%d", round);
+  fz_if in_space;
+  fz_if_begin(e, &in_space, live, name);
+  for (int g = 0; g < s->G && full; g++) {
+    fz_if st;
+    snprintf(name, sizeof name, "store.p%d.g%d", round, g);
+    fz_if_begin(e, &st, s->gactive[g], name);
+    for (int i = 0; i < p->num_nodes; i++) {
+      const fz_plan_node *n = &p->nodes[i];
+      if (stored_in(p, n, round) && !n->post &&
+          !fz_kernel_store_node(k, i, pers_full(s, g, 0), offs(s, g)[n->access],
+                                s->V))
+        return false;
+    }
+    fz_if_end(e, &st);
+  }
+  if (row) {
+    fz_if lead;
+    snprintf(name, sizeof name, "row.store.p%d", round);
+    fz_if_begin(e, &lead,
+                LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, i32c(e, 0), ""), name);
+    for (int i = 0; i < p->num_nodes; i++) {
+      const fz_plan_node *n = &p->nodes[i];
+      if (stored_in(p, n, round) && n->post &&
+          !fz_kernel_store_node(k, i, s->rowt, s->base[n->access], 1))
+        return false;
+    }
+    fz_if_end(e, &lead);
+  }
+  fz_if_end(e, &in_space);
+  return !e->failed;
+}
+
+/* Round r of a row (r == phases: the last, without a row reduction):
+ * what becomes ready in it is used at once, so that values die early
+ * and few are live across the round's barrier:
+ *   1. the values the round needs: operands of stores and column
+ *      reductions ready in it, and of the row REDUCE nodes of phase r+1;
+ *   2. column partials; 3. stores; 4. the row reduction. */
+static bool row_round(pers *s, int round, LLVMValueRef live) {
+  const fz_plan *p = s->p;
+  fz_reduce_set rs = {0};
+  if (round < p->phases)
+    round_set(s, round, &rs);
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    bool wanted = (n->kind == FZ_NODE_REDUCE && n->column &&
+                   ready_in(p, n->operands[0]) == round) ||
+                  stored_in(p, n, round);
+    for (int r = 0; r < rs.count && !wanted; r++)
+      wanted = rs.node[r] == i;
+    if (!wanted)
+      continue;
+    if (n->kind == FZ_NODE_STORE && n->post) {
+      if (!eval_row(s, n->operands[0]))
+        return false;
+      continue;
+    }
+    for (int g = 0; g < s->G; g++)
+      if (!eval_full(s, n->operands[0], g))
+        return false;
+  }
+  if (!column_accumulate(s, round, live) || !row_stores(s, round, live))
+    return false;
+  return rs.count == 0 || row_reduce(s, round, &rs);
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+
+static bool body(pers *s) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  if (!entry(s))
+    return false;
+  LLVMValueRef kept = k->groups;
+  LLVMValueRef by = fz_kernel_idx(k, p->block_y);
+  LLVMValueRef tiles = LLVMBuildUDiv(
+      b, LLVMBuildAdd(b, kept, fz_kernel_idx(k, p->block_y - 1), ""), by,
+      "tiles");
+  LLVMValueRef ctaid = fz_kernel_sreg(k, "ctaid.x"),
+               nctaid = fz_kernel_sreg(k, "nctaid.x");
+  if (!ctaid || !nctaid)
+    return false;
+
+  pers_loop tl;
+  LLVMValueRef tile = fz_pers_loop_begin(e, &tl, ctaid, tiles, "tile");
+  LLVMValueRef row =
+      LLVMBuildAdd(b, LLVMBuildMul(b, tile, by, ""), s->ty, "row");
+  LLVMValueRef live = LLVMBuildICmp(b, LLVMIntULT, row, kept, "row.in");
+  LLVMValueRef last = LLVMBuildSub(b, kept, fz_kernel_idx(k, 1), "");
+  row_start(s, LLVMBuildSelect(b, live, row, last, "row.clamped"));
+  if (!row_loads(s))
+    return false;
+  for (int r = 0; r <= p->phases; r++)
+    if (!row_round(s, r, live))
+      return false;
+  /* the next tile's first round writes the half this tile's last read */
+  if (s->row_scratch && (p->phases & 1))
+    fz_emit_barrier(e);
+  fz_pers_loop_end(e, &tl, nctaid);
+
+  if (s->outer && !fz_pers_columns(s))
+    return false;
+  LLVMBuildRetVoid(b);
+  return !e->failed;
+}
+
+bool fz_emit_persistent(fz_kernel *k) {
+  pers s = {0};
+  bool ok = setup(&s, k) && body(&s);
+  teardown(&s);
+  return ok && !k->e.failed;
+}

@@ -1,0 +1,96 @@
+/* persistent.h - private to lib/lower: the state of a persistent kernel,
+ * shared by its row half (persistent.c: rows held in registers, phases,
+ * the epilogue) and its column half (persistent_columns.c: block partials
+ * of column reductions, the grid barrier, the final column pass).
+ *
+ * Every node lives in one of five spaces, decided from what it varies
+ * along, not only from the plan's flags: a full-space node that only
+ * reads row-constant data (rstd * rstd) is computed once per row, one
+ * that only reads column-constant data (a weight) once per thread.
+ *   CONST   varies along nothing (literals, scalar inputs): once, in the
+ *           entry block, one lane;
+ *   ROW     constant along R (row REDUCE nodes, mean/rstd, post nodes):
+ *           once per row, one lane;
+ *   COLC    constant along the kept axes, not a column node (a weight
+ *           row): once per thread, for each of its groups, in the entry;
+ *   FULL    varies along both: per row, per group, per lane;
+ *   COLUMN  node->column (column REDUCE nodes and what follows them):
+ *           in the final column pass.
+ */
+#ifndef FZ_LOWER_PERSISTENT_H
+#define FZ_LOWER_PERSISTENT_H
+
+#include "emit.h"
+
+typedef enum pers_space {
+  PS_CONST,
+  PS_ROW,
+  PS_COLC,
+  PS_FULL,
+  PS_COLUMN,
+} pers_space;
+
+enum { PERS_MAX_COLUMN_REDUCES = 32 };
+
+typedef struct pers {
+  fz_kernel *k;
+  const fz_plan *p;
+  int G, V;   /* groups per thread (plan->persistent), lanes per group */
+  bool outer; /* INNER_OUTER: column reductions */
+  unsigned char *space;       /* [node] */
+  int kaxes[FZ_MAX_RANK], nk; /* kept canonical axes, outermost first */
+  int raxes[FZ_MAX_RANK], nr; /* reduced ones */
+  unsigned kmask, rmask;
+  fz_block_state bs;
+  LLVMValueRef tx, ty;    /* index type */
+  LLVMValueRef r_groups;  /* R points / V: groups in a row */
+  LLVMValueRef r_per_row; /* groups along the innermost R axis */
+  LLVMValueRef *g;        /* [G] group tx + k * block_x, clamped */
+  LLVMValueRef *gactive;  /* [G] i1: the group lies inside the row */
+  LLVMValueRef (*coord)[FZ_MAX_RANK]; /* [G] R coordinates, then the row's */
+  LLVMValueRef *roff; /* [G * accesses] R terms of each offset */
+  LLVMValueRef *full; /* [G][node][V] values of the current row */
+  LLVMValueRef *rowt; /* [node][V] one-lane values (CONST, ROW) */
+  bool *done;         /* [(G + 1) * node]: group tables, row table */
+  LLVMValueRef *base; /* [access] offset + the row's kept terms */
+  LLVMValueRef row_coord[FZ_MAX_RANK];
+  /* column reductions: nodes, and allocas [j][G][V] of the partials */
+  int ncol;
+  int colnode[PERS_MAX_COLUMN_REDUCES];
+  LLVMValueRef *colacc;
+  bool row_scratch; /* the row combine uses shared memory */
+} pers;
+
+static inline LLVMValueRef *pers_full(pers *s, int k, int node) {
+  return s->full +
+         ((size_t)k * (size_t)s->p->num_nodes + (size_t)node) * (size_t)s->V;
+}
+
+static inline LLVMValueRef *pers_colacc(pers *s, int j, int k, int lane) {
+  return &s->colacc[((size_t)j * (size_t)s->G + (size_t)k) * (size_t)s->V +
+                    (size_t)lane];
+}
+
+/* persistent.c: an alloca in the entry block (so that mem2reg promotes
+ * it), from wherever the builder is. */
+LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name);
+/* persistent.c: a counted loop for (iv = start; iv < end; iv += step),
+ * the builder left in its body; fz_pers_loop_end closes it. */
+typedef struct pers_loop {
+  LLVMBasicBlockRef pre, head, exit;
+  LLVMValueRef iv;
+} pers_loop;
+LLVMValueRef fz_pers_loop_begin(fz_emit *e, pers_loop *l, LLVMValueRef start,
+                                LLVMValueRef end, const char *name);
+void fz_pers_loop_end(fz_emit *e, pers_loop *l, LLVMValueRef step);
+
+/* persistent_columns.c: the shared memory the ty tree of the column
+ * partials needs (0 when block_y is 1), declared with the rows' scratch. */
+size_t fz_pers_column_scratch(const pers *s);
+/* persistent_columns.c: after the row loop, the column partials of the
+ * thread's groups combined across ty, published, the grid barrier, and
+ * the final pass that sums every block's partial and stores the column
+ * outputs. Every thread of every block must call it. */
+bool fz_pers_columns(pers *s);
+
+#endif

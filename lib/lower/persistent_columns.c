@@ -1,0 +1,462 @@
+/* persistent_columns.c - the column half of an inner-outer persistent
+ * kernel (layer norm backward's grad-weight and grad-bias), as a script:
+ *
+ *   1. each thread holds, per column REDUCE node, group and lane, the
+ *      partial over every row it processed (its columns never change);
+ *      block_y > 1: combined across ty by combine.c's shared-memory tree;
+ *   2. ty == 0 publishes the block's partial row of each column node in
+ *      the workspace: block b's partial of column c at [b * R + c] of the
+ *      node's region, gridDim.x * R accumulators per region, regions
+ *      ordered by accumulator size (widest first, so every region stays
+ *      aligned for vector stores), else in node order;
+ *   3. a grid-wide barrier (the launch is cooperative, every block is
+ *      resident): every writer fences; thread 0 of each block reads the
+ *      generation counters[1], fences, and counts itself in on
+ *      counters[0]; the last to arrive resets counters[0] to 0 (so the
+ *      next launch needs no memset) and bumps the generation; the others
+ *      spin on volatile loads of the generation until it moves;
+ *   4. block b takes the column groups b * threads + tid, striding by
+ *      gridDim.x * threads, sums the gridDim.x partials in block order
+ *      (volatile loads: L1 is not coherent; four blocks' loads in flight
+ *      before their adds) so that the result does not depend on timing,
+ *      rounds to the node's dtype, computes the column-space nodes (a cast
+ *      of grad-weight to bf16) and stores the column outputs.
+ * gridDim.x, never plan->grid_x: the executor may launch fewer blocks
+ * than the plan asks for, to fit residency, and the kernel is shared by
+ * plans whose grids differ.
+ */
+#include "persistent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Shared memory for the ty tree, as combine.c's outer layout budgets it. */
+enum { COLUMN_SCRATCH_BUDGET = 16 * 1024 };
+
+static LLVMValueRef i32c(fz_emit *e, unsigned v) {
+  return LLVMConstInt(e->t_i32, v, 0);
+}
+
+static LLVMValueRef i64c(fz_emit *e, int64_t v) {
+  return LLVMConstInt(e->t_i64, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef to_i64(fz_emit *e, LLVMValueRef v) {
+  return LLVMTypeOf(v) == e->t_i64 ? v : LLVMBuildZExt(e->b, v, e->t_i64, "");
+}
+
+static fz_dtype col_acc(const pers *s, int j) {
+  return fz_reduce_acc_dtype(s->p->nodes[s->colnode[j]].dtype);
+}
+
+/* ---- 1. across ty ------------------------------------------------------- */
+
+static size_t widest_acc(const pers *s) {
+  size_t w = 0;
+  for (int j = 0; j < s->ncol; j++)
+    if (fz_dtype_size(col_acc(s, j)) > w)
+      w = fz_dtype_size(col_acc(s, j));
+  return w;
+}
+
+static void column_layout(const pers *s, fz_reduce_layout *l) {
+  const fz_plan *p = s->p;
+  *l = (fz_reduce_layout){0};
+  l->lanes = s->G * s->V;
+  l->warp_mask = p->threads >= 32 ? 0xffffffffu : (1u << p->threads) - 1;
+  if (p->block_y == 1 || s->ncol == 0)
+    return;
+  l->column_bytes = widest_acc(s) * (size_t)p->threads;
+  int fit = (int)(COLUMN_SCRATCH_BUDGET / l->column_bytes);
+  l->columns_per_pass = fit < 1 ? 1 : fit > l->lanes ? l->lanes : fit;
+  l->scratch_bytes = l->column_bytes * (size_t)l->columns_per_pass;
+}
+
+size_t fz_pers_column_scratch(const pers *s) {
+  fz_reduce_layout l;
+  column_layout(s, &l);
+  return l.scratch_bytes;
+}
+
+/* vals[j][g * V + l]: the thread's partials, combined across ty (valid in
+ * ty == 0 afterwards). */
+static bool block_partials(pers *s, LLVMValueRef *vals) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  int lanes = s->G * s->V;
+  for (int j = 0; j < s->ncol; j++) {
+    LLVMTypeRef t = fz_emit_reg_type(e, col_acc(s, j));
+    for (int g = 0; g < s->G; g++)
+      for (int l = 0; l < s->V; l++)
+        vals[j * lanes + g * s->V + l] =
+            LLVMBuildLoad2(e->b, t, *pers_colacc(s, j, g, l), "");
+  }
+  if (s->p->block_y == 1)
+    return true;
+  /* the rows' last round may still be reading the scratch */
+  fz_emit_barrier(e);
+  fz_reduce_layout lay;
+  column_layout(s, &lay);
+  for (int j = 0; j < s->ncol; j++) {
+    const fz_plan_node *n = &s->p->nodes[s->colnode[j]];
+    fz_reduce_set one = {.count = 1};
+    one.node[0] = s->colnode[j];
+    one.code[0] = n->code;
+    one.acc[0] = col_acc(s, j);
+    if (!fz_emit_column_combine(k, &one, &lay, &s->bs, vals + j * lanes))
+      return false;
+  }
+  return !e->failed;
+}
+
+/* ---- 2. the workspace -----------------------------------------------------
+ */
+
+typedef struct wspace {
+  LLVMValueRef blocks;                          /* gridDim.x, i64 */
+  LLVMValueRef points;                          /* R, i64 */
+  LLVMValueRef region[PERS_MAX_COLUMN_REDUCES]; /* per column node */
+} wspace;
+
+static void workspace_regions(pers *s, wspace *w) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  w->blocks = to_i64(e, fz_emit_sreg(e, "nctaid.x"));
+  w->points = LLVMBuildMul(b, to_i64(e, s->r_groups), i64c(e, s->V), "R");
+  LLVMValueRef stride = LLVMBuildMul(b, w->blocks, w->points, "");
+  size_t before = 0;
+  for (size_t size = 8; size >= 1; size /= 2)
+    for (int j = 0; j < s->ncol; j++) {
+      if (fz_dtype_size(col_acc(s, j)) != size)
+        continue;
+      LLVMValueRef bytes =
+          LLVMBuildMul(b, stride, i64c(e, (int64_t)before), "");
+      w->region[j] =
+          LLVMBuildInBoundsGEP2(b, e->t_i8, k->workspace, &bytes, 1, "");
+      fz_set_name(w->region[j], "ws.n%d", s->colnode[j]);
+      before += size;
+    }
+}
+
+static LLVMValueRef ws_ptr(pers *s, const wspace *w, int j,
+                           LLVMValueRef index) {
+  fz_emit *e = &s->k->e;
+  LLVMTypeRef t = fz_emit_reg_type(e, col_acc(s, j));
+  return LLVMBuildInBoundsGEP2(e->b, t, w->region[j], &index, 1, "");
+}
+
+/* Lanes per vector instruction for `size`-byte elements. */
+static int chunk_of(int lanes, size_t size) {
+  int c = (int)(16 / size);
+  return c < lanes ? c : lanes;
+}
+
+/* n lanes at consecutive elements from `at`: 16-byte (or narrower)
+ * vectors, aligned as the region layout guarantees. */
+static void store_lanes(fz_emit *e, LLVMTypeRef t, size_t size, LLVMValueRef at,
+                        const LLVMValueRef *v, int n) {
+  int c = chunk_of(n, size);
+  for (int l0 = 0; l0 < n; l0 += c) {
+    LLVMValueRef off = i64c(e, l0);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
+    LLVMValueRef x = v[l0];
+    if (c > 1) {
+      x = LLVMGetPoison(LLVMVectorType(t, (unsigned)c));
+      for (int i = 0; i < c; i++)
+        x = LLVMBuildInsertElement(e->b, x, v[l0 + i], i32c(e, (unsigned)i),
+                                   "");
+    }
+    LLVMSetAlignment(LLVMBuildStore(e->b, x, p), (unsigned)(c * (int)size));
+  }
+}
+
+static void load_lanes(fz_emit *e, LLVMTypeRef t, size_t size, LLVMValueRef at,
+                       LLVMValueRef *v, int n) {
+  int c = chunk_of(n, size);
+  for (int l0 = 0; l0 < n; l0 += c) {
+    LLVMValueRef off = i64c(e, l0);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
+    LLVMTypeRef vt = c > 1 ? LLVMVectorType(t, (unsigned)c) : t;
+    LLVMValueRef x = LLVMBuildLoad2(e->b, vt, p, "");
+    LLVMSetVolatile(x, 1);
+    LLVMSetAlignment(x, (unsigned)(c * (int)size));
+    for (int i = 0; i < c; i++)
+      v[l0 + i] =
+          c > 1 ? LLVMBuildExtractElement(e->b, x, i32c(e, (unsigned)i), "")
+                : x;
+  }
+}
+
+static bool publish(pers *s, const wspace *w, LLVMValueRef *vals) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  int lanes = s->G * s->V;
+  LLVMValueRef me = to_i64(e, fz_emit_sreg(e, "ctaid.x"));
+  LLVMValueRef row = LLVMBuildMul(b, me, w->points, "ws.row");
+  fz_if writer;
+  fz_if_begin(e, &writer, LLVMBuildICmp(b, LLVMIntEQ, s->bs.ty, i32c(e, 0), ""),
+              "ws.publish");
+  for (int g = 0; g < s->G; g++) {
+    fz_if in_row;
+    char name[32];
+    snprintf(name, sizeof name, "ws.g%d", g);
+    fz_if_begin(e, &in_row, s->gactive[g], name);
+    LLVMValueRef at = LLVMBuildAdd(
+        b, row, LLVMBuildMul(b, to_i64(e, s->g[g]), i64c(e, s->V), ""), "");
+    for (int j = 0; j < s->ncol; j++)
+      store_lanes(e, fz_emit_reg_type(e, col_acc(s, j)),
+                  fz_dtype_size(col_acc(s, j)), ws_ptr(s, w, j, at),
+                  vals + j * lanes + g * s->V, s->V);
+    fz_if_end(e, &in_row);
+  }
+  fz_emit_fence_gpu(e);
+  fz_if_end(e, &writer);
+  return !e->failed;
+}
+
+/* ---- 3. the grid barrier ----------------------------------------------------
+ */
+
+static void grid_barrier(pers *s) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  fz_emit_barrier(e);
+  fz_if lead;
+  fz_if_begin(e, &lead, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tid, i32c(e, 0), ""),
+              "grid.arrive");
+  LLVMValueRef one = i64c(e, 1);
+  LLVMValueRef arrived = k->counters;
+  LLVMValueRef generation =
+      LLVMBuildInBoundsGEP2(b, e->t_i32, k->counters, &one, 1, "generation");
+  /* the generation before arriving, and not reordered after it */
+  LLVMValueRef gen = LLVMBuildLoad2(b, e->t_i32, generation, "gen");
+  LLVMSetVolatile(gen, 1);
+  fz_emit_fence_gpu(e);
+  LLVMValueRef old =
+      LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, arrived, i32c(e, 1),
+                         LLVMAtomicOrderingMonotonic, 0);
+  LLVMValueRef blocks = fz_emit_sreg(e, "nctaid.x");
+  LLVMValueRef last = LLVMBuildICmp(
+      b, LLVMIntEQ, old, LLVMBuildSub(b, blocks, i32c(e, 1), ""), "last");
+  LLVMBasicBlockRef release =
+      LLVMAppendBasicBlockInContext(e->ctx, e->fn, "grid.release");
+  LLVMBasicBlockRef spin =
+      LLVMAppendBasicBlockInContext(e->ctx, e->fn, "grid.spin");
+  LLVMBasicBlockRef passed =
+      LLVMAppendBasicBlockInContext(e->ctx, e->fn, "grid.passed");
+  LLVMBuildCondBr(b, last, release, spin);
+
+  LLVMPositionBuilderAtEnd(b, release);
+  LLVMValueRef reset = LLVMBuildStore(b, i32c(e, 0), arrived);
+  LLVMSetVolatile(reset, 1);
+  fz_emit_fence_gpu(e);
+  LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, generation, i32c(e, 1),
+                     LLVMAtomicOrderingMonotonic, 0);
+  LLVMBuildBr(b, passed);
+
+  LLVMPositionBuilderAtEnd(b, spin);
+  LLVMValueRef now = LLVMBuildLoad2(b, e->t_i32, generation, "gen.now");
+  LLVMSetVolatile(now, 1);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, now, gen, ""), spin, passed);
+
+  LLVMPositionBuilderAtEnd(b, passed);
+  fz_emit_fence_gpu(e); /* every block's partials, before reading them */
+  fz_if_end(e, &lead);
+  fz_emit_barrier(e);
+}
+
+/* ---- 4. the final pass over the columns ---------------------------------- */
+
+typedef struct colpass {
+  LLVMValueRef coord[FZ_MAX_RANK];
+  LLVMValueRef *vals; /* [node][V] */
+  bool *done;         /* [node] */
+} colpass;
+
+/* A node of the column space (or constant along the kept axes) for the
+ * pass's column group, all lanes. */
+static bool eval_col(pers *s, colpass *c, int i) {
+  fz_kernel *k = s->k;
+  const fz_plan *p = s->p;
+  const fz_plan_node *n = &p->nodes[i];
+  if (c->done[i])
+    return true;
+  LLVMValueRef *out = fz_slot_val(p, c->vals, i);
+  if (s->space[i] == PS_CONST) {
+    /* computed once in the entry block, which dominates the pass */
+    for (int l = 0; l < s->V; l++)
+      out[l] = s->rowt[(size_t)i * (size_t)s->V];
+  } else if (s->space[i] == PS_COLC ||
+             (s->space[i] == PS_COLUMN && n->kind != FZ_NODE_REDUCE)) {
+    for (int j = 0; j < n->num_operands; j++)
+      if (!eval_col(s, c, n->operands[j]))
+        return false;
+    bool ok;
+    if (n->kind == FZ_NODE_LOAD) {
+      LLVMValueRef off = fz_kernel_offset(
+          k, n->access, k->acc[n->access].offset, c->coord, s->rmask);
+      ok = fz_kernel_load_node(k, i, c->vals, off, s->V);
+    } else {
+      ok = fz_kernel_value_node(k, i, c->vals, c->coord, s->V);
+    }
+    if (!ok)
+      return false;
+  } else {
+    return fz_emit_fail(&k->e, FZ_ERR_UNSUPPORTED,
+                        "column node reads n%d, which varies along the rows",
+                        i),
+           false;
+  }
+  c->done[i] = true;
+  return true;
+}
+
+/* The sum over blocks [from, to) of column group gc's partials, `step`
+ * blocks' loads before their adds, into the allocas acc[j][l]. */
+static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
+                       LLVMValueRef col, LLVMValueRef from, LLVMValueRef to,
+                       int step, const char *name) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  pers_loop lp;
+  LLVMValueRef blk = fz_pers_loop_begin(e, &lp, from, to, name);
+  LLVMValueRef *got =
+      calloc((size_t)step * (size_t)s->ncol * (size_t)s->V, sizeof *got);
+  if (!got)
+    return fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory"), false;
+  for (int u = 0; u < step; u++) {
+    LLVMValueRef bu = u ? LLVMBuildAdd(b, blk, i64c(e, u), "") : blk;
+    LLVMValueRef at =
+        LLVMBuildAdd(b, LLVMBuildMul(b, bu, w->points, ""), col, "");
+    for (int j = 0; j < s->ncol; j++)
+      load_lanes(e, fz_emit_reg_type(e, col_acc(s, j)),
+                 fz_dtype_size(col_acc(s, j)), ws_ptr(s, w, j, at),
+                 got + ((size_t)u * (size_t)s->ncol + (size_t)j) * (size_t)s->V,
+                 s->V);
+  }
+  for (int u = 0; u < step; u++)
+    for (int j = 0; j < s->ncol; j++) {
+      fz_dtype t = col_acc(s, j);
+      fz_opcode code = s->p->nodes[s->colnode[j]].code;
+      for (int l = 0; l < s->V; l++) {
+        LLVMValueRef slot = acc[j * s->V + l];
+        LLVMValueRef a = LLVMBuildLoad2(b, fz_emit_reg_type(e, t), slot, "");
+        LLVMValueRef v =
+            got[((size_t)u * (size_t)s->ncol + (size_t)j) * (size_t)s->V + l];
+        LLVMValueRef r = fz_reduce_combine(e, code, t, a, v);
+        if (!r) {
+          free(got);
+          return false;
+        }
+        LLVMBuildStore(b, r, slot);
+      }
+    }
+  free(got);
+  fz_pers_loop_end(e, &lp, i64c(e, step));
+  return !e->failed;
+}
+
+static bool final_pass(pers *s, const wspace *w) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  int nodes = p->num_nodes;
+
+  LLVMValueRef *acc = calloc((size_t)s->ncol * (size_t)s->V + 1, sizeof *acc);
+  colpass c = {0};
+  c.vals = calloc((size_t)nodes * (size_t)s->V + 1, sizeof *c.vals);
+  c.done = calloc((size_t)nodes + 1, sizeof *c.done);
+  bool ok = acc && c.vals && c.done;
+  if (!ok)
+    fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int j = 0; ok && j < s->ncol; j++)
+    for (int l = 0; l < s->V; l++)
+      acc[j * s->V + l] = fz_pers_entry_alloca(
+          s, fz_emit_reg_type(e, col_acc(s, j)), "col.sum");
+
+  LLVMValueRef threads = i64c(e, p->threads);
+  LLVMValueRef start = LLVMBuildAdd(
+      b, LLVMBuildMul(b, to_i64(e, fz_emit_sreg(e, "ctaid.x")), threads, ""),
+      to_i64(e, s->bs.tid), "col.first");
+  LLVMValueRef stride = LLVMBuildMul(b, w->blocks, threads, "col.stride");
+  pers_loop cl;
+  LLVMValueRef gc =
+      ok ? fz_pers_loop_begin(e, &cl, start, to_i64(e, s->r_groups), "col")
+         : NULL;
+  if (ok) {
+    for (int j = 0; j < s->ncol; j++) {
+      const fz_plan_node *n = &p->nodes[s->colnode[j]];
+      LLVMValueRef id = fz_reduce_identity(e, n->code, col_acc(s, j));
+      for (int l = 0; l < s->V; l++)
+        LLVMBuildStore(b, id, acc[j * s->V + l]);
+    }
+    LLVMValueRef col = LLVMBuildMul(b, gc, i64c(e, s->V), "col.point");
+    LLVMValueRef four =
+        LLVMBuildAnd(b, w->blocks, i64c(e, ~(int64_t)3), "blocks.by4");
+    ok = sum_blocks(s, w, acc, col, i64c(e, 0), four, 4, "col.blocks4") &&
+         sum_blocks(s, w, acc, col, four, w->blocks, 1, "col.blocks");
+  }
+  if (ok) {
+    /* the column's coordinates, in the index type */
+    LLVMValueRef gi =
+        LLVMTypeOf(gc) == e->t_idx ? gc : LLVMBuildTrunc(b, gc, e->t_idx, "");
+    for (int d = 0; d < p->rank; d++)
+      c.coord[d] = fz_kernel_idx(k, 0);
+    fz_kernel_decompose(k, gi, s->raxes, s->nr, s->V, s->r_per_row, c.coord);
+    for (int j = 0; j < s->ncol; j++) {
+      int i = s->colnode[j];
+      LLVMValueRef *out = fz_slot_val(p, c.vals, i);
+      for (int l = 0; l < s->V; l++) {
+        LLVMValueRef v = LLVMBuildLoad2(b, fz_emit_reg_type(e, col_acc(s, j)),
+                                        acc[j * s->V + l], "");
+        out[l] = fz_emit_convert(e, v, col_acc(s, j), p->nodes[i].dtype);
+      }
+      c.done[i] = true;
+    }
+    for (int i = 0; ok && i < nodes; i++) {
+      const fz_plan_node *n = &p->nodes[i];
+      if (n->kind != FZ_NODE_STORE || !n->column)
+        continue;
+      ok = eval_col(s, &c, n->operands[0]);
+      if (ok) {
+        LLVMValueRef off = fz_kernel_offset(
+            k, n->access, k->acc[n->access].offset, c.coord, s->rmask);
+        ok = fz_kernel_store_node(k, i, c.vals, off, s->V);
+      }
+    }
+    if (ok)
+      fz_pers_loop_end(e, &cl, stride);
+  }
+  free(acc);
+  free(c.vals);
+  free(c.done);
+  return ok && !e->failed;
+}
+
+bool fz_pers_columns(pers *s) {
+  fz_emit *e = &s->k->e;
+  if (!s->k->workspace || !s->k->counters)
+    return fz_emit_fail(e, FZ_ERR_INTERNAL,
+                        "an inner-outer kernel without its workspace"),
+           false;
+  int lanes = s->G * s->V;
+  LLVMValueRef *vals =
+      calloc((size_t)(s->ncol ? s->ncol : 1) * (size_t)lanes, sizeof *vals);
+  if (!vals)
+    return fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory"), false;
+  wspace w;
+  bool ok = block_partials(s, vals);
+  if (ok) {
+    workspace_regions(s, &w);
+    ok = publish(s, &w, vals);
+  }
+  free(vals);
+  if (!ok)
+    return false;
+  grid_barrier(s);
+  return final_pass(s, &w);
+}
