@@ -241,10 +241,40 @@ int fz_count_uses(const fz_fusion *fusion, const fz_value *value);
 int fz_remove_dead_ops(fz_fusion *fusion);
 
 /* ---- builder.c: the C builder, with shape and dtype inference --------- */
+/*
+ * Every call here adds to one fusion and follows the same contract:
+ *
+ *  Ownership: values and ops are allocated in the fusion's arena; the
+ *  returned fz_value * stays valid until fz_fusion_destroy and is never
+ *  freed on its own. Operands must belong to the same fusion. Attribute
+ *  structs and arrays passed in (fz_attrs, dims, perm, shape types) are
+ *  copied: the caller may reuse or free them after the call.
+ *
+ *  Errors: a call that cannot build its op returns NULL and fills err
+ *  (FZ_ERR_INVALID, the message starting with the op's keyword, e.g.
+ *  "add: operand 1 axis 0 has extent M but operand 0 has extent N"). A
+ *  failed call leaves the fusion exactly as it was: no op, no value, no
+ *  value id consumed. err may be NULL. Nothing aborts on bad arguments
+ *  (NULL operands, out-of-range dims or opcodes are errors).
+ *
+ *  Threads: these calls modify the fusion; they need it to themselves
+ *  (no other call on the same fusion meanwhile, reading or writing).
+ *  Building distinct fusions in distinct threads is safe.
+ *
+ *  Types: results get their dtype from PyTorch's promotion rules
+ *  (promote.c) and their shape from infer.c; their layout is undeclared
+ *  (has_layout false) until fz_value_set_layout or the "alloc-order" pass.
+ *  Pointwise operands must have equal ranks (rank-0 operands broadcast);
+ *  broadcasting a lower-rank tensor is an explicit fz_broadcast.
+ *
+ * Without the struct layouts (fz_type) a program can build the same ops
+ * through the handle calls at the end of fz/fz.h.
+ */
 
 /* Attributes of an op, zero-initialised means "none". `shape` is needed by
  * reshape, expand, full and iota (dtype and extents of the result; layout
- * is ignored) and by cast (its dtype). */
+ * is ignored) and by cast (its dtype). The struct and what it points to
+ * are only read during the call. */
 typedef struct fz_attrs {
   int num_dims;
   int dims[FZ_MAX_RANK];
@@ -258,17 +288,41 @@ typedef struct fz_attrs {
 
 /* Create an op and its result with inferred dtype and shape. Rank-0
  * operands broadcast against the others. Returns NULL and fills err
- * (FZ_ERR_INVALID) when operands do not fit the op. The result's layout is
- * undeclared (has_layout false). */
+ * (FZ_ERR_INVALID) when operands do not fit the op (wrong arity, shapes
+ * that do not agree, dims out of range or unsorted, bad shape attribute).
+ * The result's layout is undeclared (has_layout false). attrs may be NULL
+ * for ops that take none. */
 fz_value *fz_build(fz_fusion *fusion, fz_opcode code, int num_operands,
                    fz_value *const *operands, const fz_attrs *attrs,
                    fz_error *err);
 
+/* Weakly typed scalar literals (PyTorch's Python numbers): f64, i64 or
+ * bool, rank 0, kind FZ_VALUE_LITERAL. They are arena values usable as
+ * operands of any op, but are not fusion inputs and cannot be outputs.
+ * Never fail (arena allocation failure is fatal). */
 fz_value *fz_literal_float(fz_fusion *fusion, double v);
 fz_value *fz_literal_int(fz_fusion *fusion, int64_t v);
 fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
 
-/* Convenience wrappers over fz_build. */
+/* Convenience wrappers over fz_build, with its contract (NULL + err on
+ * failure, fusion unchanged):
+ *  fz_unary, fz_binary, fz_ternary: pointwise ops by opcode (the opcode's
+ *    arity must match);
+ *  fz_cast: to `dtype` (float->int truncates and saturates, see
+ *    DESIGN);
+ *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims`, sorted
+ *    and unique, in [0, rank); keepdim leaves b1 axes in their place;
+ *  fz_broadcast: inserts b1 axes at result positions `dims` (sorted,
+ *    unique, in [0, rank + num_dims));
+ *  fz_squeeze: removes operand axes `dims`, each a b1 or constant-1 axis;
+ *  fz_expand: to `shape` (same rank; only b1 axes change, written as
+ *    expanded broadcasts b1->E in the shape);
+ *  fz_permute: result axis i is operand axis perm[i] (rank entries);
+ *  fz_reshape: to `shape`, whose element count must provably equal the
+ *    operand's (row-major element order, like torch.reshape);
+ *  fz_set: a copy;
+ *  fz_full: a tensor of `shape` filled with `fill` (.f for float dtypes,
+ *    .i otherwise). */
 fz_value *fz_unary(fz_fusion *f, fz_opcode code, fz_value *a, fz_error *err);
 fz_value *fz_binary(fz_fusion *f, fz_opcode code, fz_value *a, fz_value *b,
                     fz_error *err);
@@ -292,7 +346,12 @@ fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
                   fz_error *err);
 
 /* Declare the result's layout (alloc_order is a permutation of its logical
- * axes, outermost first; contiguous may be NULL for all-contiguous). */
+ * axes, outermost first; contiguous may be NULL for all-contiguous, else
+ * one flag per allocated position). On an output this is the layout the
+ * executor allocates it in. FZ_ERR_ARGUMENT for NULL arguments,
+ * FZ_ERR_INVALID for an order that is not a permutation; the value is
+ * unchanged on failure. Modifies the value: same threading rule as the
+ * builder. */
 fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,
                               const bool *contiguous, fz_error *err);
 
@@ -401,6 +460,35 @@ fz_status fz_pass_cse(fz_fusion *fusion, fz_error *err);
  * has_layout set. Declared layouts are never changed. Outputs included:
  * the executor allocates them in the order chosen. */
 fz_status fz_pass_alloc_order(fz_fusion *fusion, fz_error *err);
+
+/* ---- random.c ----------------------------------------------------------- */
+
+/* What fz_random_fusion may generate; zero fields take the defaults. */
+typedef struct fz_random_options {
+  bool allow_reductions; /* sum/prod/amax/amin and their epilogues */
+  int max_ops;           /* ops to aim for, at least 3 (0: 15) */
+  unsigned dtypes;       /* input and cast dtypes, bits 1u << FZ_<dtype>
+                            (0: FZ_RANDOM_DTYPES_DEFAULT) */
+  int max_extent;        /* largest symbol value and constant extent (0: 40) */
+  int64_t max_elements;  /* largest tensor fz_random_bindings allows
+                            (0: 65536) */
+} fz_random_options;
+
+#define FZ_RANDOM_DTYPES_DEFAULT                                               \
+  ((1u << FZ_F32) | (1u << FZ_F16) | (1u << FZ_BF16) | (1u << FZ_I32) |        \
+   (1u << FZ_BOOL))
+
+/* A random fusion that fz_verify accepts, the same for the same seed and
+ * options: 1-3 inputs of rank 1-4 with random layouts, 3..max_ops ops,
+ * 1-3 outputs. Its values stay comparable between the GPU and the
+ * interpreter (no discontinuity after an inexact op, bounded magnitudes,
+ * outputs no finer than their error). NULL only when out of memory. */
+fz_fusion *fz_random_fusion(uint64_t seed, const fz_random_options *opts);
+/* Random values for the fusion's symbols (values[num_symbols]), each in
+ * [1, max_extent], shrunk until no tensor has more than max_elements.
+ * opts may be NULL. */
+void fz_random_bindings(const fz_fusion *fusion, uint64_t seed,
+                        const fz_random_options *opts, int64_t *values);
 
 #ifdef __cplusplus
 }

@@ -3,25 +3,29 @@
  *   fuse-run FILE [--size SYM=N,...] [--iters K] [--warmup W] [--seed S]
  *            [--offset E] [--pad P] [--no-canonicalize] [--print-plan]
  *            [--print-ptx] [--rtol R] [--atol A] [--no-validate]
+ *   fuse-run --random=COUNT [--seed S] [--reductions] [--max-extent E]
+ *            [--max-elements N] [--offset E] [--pad P] [--no-canonicalize]
  *
- * Inputs are fresh random numbers (never zeros) from a seed that is printed
- * (pass --seed to repeat a run), laid out as the fusion declares them
- * (permuted, with gaps of P elements on non-contiguous axes, shifted by E
- * elements to test misaligned pointers). Outputs are poisoned (all bytes
- * 0xff: NaN for floats) before the run, then compared element by element
- * with the reference interpreter. The median kernel time over K runs
- * (CUDA events, after W warm-up runs) is reported with GB/s and the
- * fraction of a device-to-device copy measured in the same process.
+ * A file: inputs are fresh random numbers (never zeros) from a seed that
+ * is printed (pass --seed to repeat a run), laid out as the fusion declares
+ * them; outputs are poisoned, then compared with the reference
+ * interpreter; the median kernel time is reported with GB/s and the
+ * fraction of a device copy (run.c does all of it).
+ *
+ * --random=COUNT: COUNT fusions from fz_random_fusion, from consecutive
+ * seeds starting at S (printed; from the clock unless given), each with
+ * its own sizes (fz_random_bindings) and inputs from its seed. Every one a
+ * scheduler accepts runs as a file would (canonicalized, validated, not
+ * timed); each failure is printed with its seed, the fusion's text and the
+ * command that repeats it. One line per fusion, then the counts.
  *
  * Exit status: 0 all outputs match; 1 a mismatch or an error; 2 bad usage;
  * 77 no GPU (the run is skipped, not passed).
  */
-#include "host_data.h"
-#include "runtime/cuda.h"
+#include "run.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +43,15 @@ typedef struct options {
   int64_t offset, pad;
   bool canonicalize, print_plan, print_ptx, validate;
   double rtol, atol;
+  /* --split-input-file: many fusions separated by `// -----` lines */
+  bool split;
+  bool iters_given;
+  /* --random */
+  int random;
+  bool reductions;
+  int max_extent;
+  int64_t max_elements;
 } options;
-
-typedef struct tensor {
-  fz_dtype dtype;
-  int rank;
-  int64_t sizes[FZ_MAX_RANK], strides[FZ_MAX_RANK];
-  int64_t span, offset; /* elements */
-  unsigned char *host;   /* span + offset elements */
-  uint64_t device;       /* base of the allocation */
-} tensor;
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -58,7 +61,11 @@ static void usage(FILE *f) {
           "                [--print-plan] [--print-ptx] [--rtol R] "
           "[--atol A]\n"
           "                [--no-validate]  (time only: for sizes the "
-          "interpreter is too slow for)\n");
+          "interpreter is too slow for)\n"
+          "       fuse-run --random=COUNT [--seed S] [--reductions] "
+          "[--max-extent E]\n"
+          "                [--max-elements N] [--offset E] [--pad P] "
+          "[--no-canonicalize]\n");
 }
 
 static bool parse_int(const char *s, int64_t *out) {
@@ -91,6 +98,7 @@ static int parse_options(int argc, char **argv, options *o) {
       if (!parse_int(v, &n) || n < 1 || n > 100000)
         return fprintf(stderr, "fuse-run: bad --iters %s\n", v), EXIT_USAGE;
       o->iters = (int)n;
+      o->iters_given = true;
     } else if (VALUE("--warmup")) {
       if (!parse_int(v, &n) || n < 0 || n > 100000)
         return fprintf(stderr, "fuse-run: bad --warmup %s\n", v), EXIT_USAGE;
@@ -108,6 +116,24 @@ static int parse_options(int argc, char **argv, options *o) {
       if (!parse_int(v, &n) || n < 0 || n > 1024)
         return fprintf(stderr, "fuse-run: bad --pad %s\n", v), EXIT_USAGE;
       o->pad = n;
+    } else if (strcmp(a, "--split-input-file") == 0) {
+      o->split = true;
+    } else if (VALUE("--random")) {
+      if (!parse_int(v, &n) || n < 1 || n > 1000000)
+        return fprintf(stderr, "fuse-run: bad --random %s\n", v), EXIT_USAGE;
+      o->random = (int)n;
+    } else if (VALUE("--max-extent")) {
+      if (!parse_int(v, &n) || n < 1 || n > (1 << 24))
+        return fprintf(stderr, "fuse-run: bad --max-extent %s\n", v),
+               EXIT_USAGE;
+      o->max_extent = (int)n;
+    } else if (VALUE("--max-elements")) {
+      if (!parse_int(v, &n) || n < 1)
+        return fprintf(stderr, "fuse-run: bad --max-elements %s\n", v),
+               EXIT_USAGE;
+      o->max_elements = n;
+    } else if (strcmp(a, "--reductions") == 0) {
+      o->reductions = true;
     } else if (VALUE("--rtol")) {
       o->rtol = atof(v);
     } else if (VALUE("--atol")) {
@@ -135,7 +161,11 @@ static int parse_options(int argc, char **argv, options *o) {
     }
 #undef VALUE
   }
-  if (!o->file) {
+  if (o->random && o->file) {
+    fprintf(stderr, "fuse-run: --random takes no input file\n");
+    return EXIT_USAGE;
+  }
+  if (!o->file && !o->random) {
     usage(stderr);
     return EXIT_USAGE;
   }
@@ -208,322 +238,295 @@ static int bind_sizes(const options *o, const fz_fusion *f, int64_t *values) {
   return 0;
 }
 
-static int64_t numel(const tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++)
-    n *= t->sizes[i];
-  return n;
+static uint64_t clock_seed(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
 }
 
-/* Logical index -> element offset, iterating in row-major logical order. */
-static bool next_index(const tensor *t, int64_t *idx) {
-  for (int k = t->rank - 1; k >= 0; k--) {
-    if (++idx[k] < t->sizes[k])
-      return true;
-    idx[k] = 0;
+static run_config config_of(const options *o) {
+  return (run_config){.iters = o->iters, .warmup = o->warmup,
+                      .offset = o->offset, .pad = o->pad,
+                      .print_plan = o->print_plan, .print_ptx = o->print_ptx,
+                      .validate = o->validate, .rtol = o->rtol,
+                      .atol = o->atol};
+}
+
+static int run_file(options *o) {
+  size_t len = 0;
+  char *text = read_file(o->file, &len);
+  if (!text) {
+    fprintf(stderr, "fuse-run: cannot read %s: %s\n", o->file,
+            strerror(errno));
+    return EXIT_MISMATCH;
   }
-  return false;
-}
-
-static int64_t offset_of(const tensor *t, const int64_t *idx) {
-  int64_t off = t->offset;
-  for (int k = 0; k < t->rank; k++)
-    off += idx[k] * t->strides[k];
-  return off;
-}
-
-static void default_tolerance(fz_dtype d, double *rtol, double *atol) {
-  switch (d) {
-  case FZ_F64: *rtol = 1e-12; *atol = 1e-14; break;
-  case FZ_F32: *rtol = 1e-5; *atol = 1e-6; break;
-  case FZ_F16: *rtol = 2e-3; *atol = 1e-4; break;
-  case FZ_BF16: *rtol = 1.6e-2; *atol = 1e-3; break;
-  default: *rtol = 0; *atol = 0; break;
+  fz_error err = {0};
+  fz_fusion *f = NULL;
+  fz_device *dev = NULL;
+  int64_t symbols[64];
+  int rc = 0;
+  if (fz_parse(o->file, text, len, &f, &err) != FZ_OK) {
+    fprintf(stderr, "%s\n", err.message);
+    free(text);
+    return EXIT_MISMATCH;
   }
+  free(text);
+  if (fz_verify(f, &err) != FZ_OK ||
+      (o->canonicalize && fz_run_pass(f, "canonicalize", &err) != FZ_OK)) {
+    fprintf(stderr, "fuse-run: %s\n", err.message);
+    rc = EXIT_MISMATCH;
+    goto done;
+  }
+  if (f->num_inputs > 64 || f->num_outputs > 64 || f->num_symbols > 64) {
+    fprintf(stderr, "fuse-run: fusion too large for fuse-run\n");
+    rc = EXIT_MISMATCH;
+    goto done;
+  }
+  if ((rc = bind_sizes(o, f, symbols)))
+    goto done;
+
+  fz_status st = fz_device_open(0, &dev, &err);
+  if (st == FZ_ERR_NO_DEVICE) {
+    printf("fuse-run: %s: SKIPPED, no GPU (%s)\n", o->file, err.message);
+    rc = EXIT_SKIP;
+    goto done;
+  }
+  if (st != FZ_OK) {
+    fprintf(stderr, "fuse-run: %s\n", err.message);
+    rc = EXIT_MISMATCH;
+    goto done;
+  }
+  if (!o->seed_given)
+    o->seed = clock_seed();
+  printf("fuse-run: %s on %s, seed %" PRIu64 "\n", o->file,
+         fz_device_get_props(dev)->name, o->seed);
+  run_config c = config_of(o);
+  rc = run_fusion(dev, f, symbols, o->seed, &c) == RUN_PASSED ? 0
+                                                              : EXIT_MISMATCH;
+done:
+  fz_device_close(dev);
+  fz_fusion_destroy(f);
+  return rc;
 }
 
-static int compare_median(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
+/* "N=3,M=17": the sizes as --size takes them. */
+static void format_sizes(const fz_fusion *f, const int64_t *symbols,
+                         char *out, size_t size) {
+  size_t used = 0;
+  out[0] = 0;
+  for (int s = 0; s < f->num_symbols && used < size; s++)
+    used += (size_t)snprintf(out + used, size - used, "%s%s=%" PRId64,
+                             s ? "," : "",
+                             f->symbols[s].name ? f->symbols[s].name : "?",
+                             symbols[s]);
 }
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if ((expr) != FZ_OK) {                                                     \
-      fprintf(stderr, "fuse-run: %s\n", err.message);                         \
-      rc = EXIT_MISMATCH;                                                      \
-      goto done;                                                               \
-    }                                                                          \
-  } while (0)
+/* One random fusion: RUN_PASSED, RUN_FAILED or RUN_DECLINED, with what
+ * there is to say about it in `log`. */
+static int run_random_one(fz_device *dev, const options *o,
+                          const fz_random_options *ro, uint64_t seed,
+                          fz_buf *log, char **text, char *sizes,
+                          size_t sizes_size) {
+  fz_error err = {0};
+  fz_fusion *f = fz_random_fusion(seed, ro);
+  if (!f) {
+    fz_buf_puts(log, "fuse-run: out of memory\n");
+    return RUN_FAILED;
+  }
+  *text = fz_print(f);
+  int64_t symbols[64];
+  int rc = RUN_FAILED;
+  if (f->num_symbols > 64) {
+    fz_buf_puts(log, "fuse-run: fusion too large for fuse-run\n");
+    goto done;
+  }
+  if (fz_verify(f, &err) != FZ_OK) {
+    fz_buf_printf(log, "fuse-run: the generated fusion does not verify: %s\n",
+                  err.message);
+    goto done;
+  }
+  /* sizes for the fusion as generated (and as printed) */
+  fz_random_bindings(f, seed, ro, symbols);
+  format_sizes(f, symbols, sizes, sizes_size);
+  if (o->canonicalize && fz_run_pass(f, "canonicalize", &err) != FZ_OK) {
+    fz_buf_printf(log, "fuse-run: canonicalize: %s\n", err.message);
+    goto done;
+  }
+  run_config c = config_of(o);
+  c.iters = 0;
+  c.scale_tolerance = c.check_schedule = true;
+  c.log = log;
+  rc = run_fusion(dev, f, symbols, seed, &c);
+done:
+  fz_fusion_destroy(f);
+  return rc;
+}
+
+static int run_random(options *o) {
+  fz_error err = {0};
+  fz_device *dev = NULL;
+  fz_status st = fz_device_open(0, &dev, &err);
+  if (st == FZ_ERR_NO_DEVICE) {
+    printf("fuse-run: --random: SKIPPED, no GPU (%s)\n", err.message);
+    return EXIT_SKIP;
+  }
+  if (st != FZ_OK) {
+    fprintf(stderr, "fuse-run: %s\n", err.message);
+    return EXIT_MISMATCH;
+  }
+  if (!o->seed_given)
+    o->seed = clock_seed();
+  fz_random_options ro = {.allow_reductions = o->reductions,
+                          .max_extent = o->max_extent,
+                          .max_elements = o->max_elements};
+  /* what repeats one fusion: the options that shape it, and those of
+   * the run (for --random=1 and for a file alike) */
+  char shape[128] = "", run[128] = "";
+  if (o->reductions)
+    strcat(shape, " --reductions");
+  if (o->max_extent)
+    snprintf(shape + strlen(shape), sizeof shape - strlen(shape),
+             " --max-extent %d", o->max_extent);
+  if (o->max_elements)
+    snprintf(shape + strlen(shape), sizeof shape - strlen(shape),
+             " --max-elements %" PRId64, o->max_elements);
+  snprintf(run, sizeof run, "%s", o->canonicalize ? "" : " --no-canonicalize");
+  if (o->offset || o->pad != 3)
+    snprintf(run + strlen(run), sizeof run - strlen(run),
+             " --offset %" PRId64 " --pad %" PRId64, o->offset, o->pad);
+  printf("fuse-run: %d random fusions%s from seed %" PRIu64 " on %s\n",
+         o->random, o->reductions ? " with reductions" : "", o->seed,
+         fz_device_get_props(dev)->name);
+  int passed = 0, failed = 0, declined = 0;
+  char failures[512] = "";
+  for (int i = 0; i < o->random; i++) {
+    uint64_t seed = o->seed + (uint64_t)i;
+    printf("seed %" PRIu64 ": ", seed);
+    fflush(stdout);
+    fz_buf log = {0};
+    char *text = NULL, sizes[256] = "";
+    int rc = run_random_one(dev, o, &ro, seed, &log, &text, sizes,
+                            sizeof sizes);
+    char *said = fz_buf_take(&log);
+    if (rc == RUN_PASSED) {
+      printf("passed\n");
+      passed++;
+    } else if (rc == RUN_DECLINED) {
+      printf("declined: %s", said ? said : "\n");
+      declined++;
+    } else {
+      failed++;
+      size_t used = strlen(failures);
+      if (used < sizeof failures - 32)
+        snprintf(failures + used, sizeof failures - used, " %" PRIu64, seed);
+      printf("FAILED\n%s", said ? said : "");
+      printf("  repeat: fuse-run --random=1 --seed %" PRIu64 "%s%s\n", seed,
+             shape, run);
+      printf("  or save the fusion below as F.fz: fuse-run F.fz --seed "
+             "%" PRIu64 "%s%s%s\n%s\n",
+             seed, sizes[0] ? " --size " : "", sizes, run, text ? text : "");
+    }
+    fflush(stdout);
+    free(said);
+    free(text);
+  }
+  printf("fuse-run: %d random fusions from seed %" PRIu64 ": %d passed, %d "
+         "failed, %d declined by the scheduler\n",
+         o->random, o->seed, passed, failed, declined);
+  if (failed)
+    printf("fuse-run: FAILED (seeds%s)\n", failures);
+  fz_device_close(dev);
+  return failed ? EXIT_MISMATCH : 0;
+}
+
+/* --split-input-file: every fusion of the file in one process (one CUDA
+ * context, one kernel cache), validated, not timed: the sweeps of
+ * test/gpu/sweep run hundreds of small fusions this way. */
+static int run_split(options *o) {
+  size_t len = 0;
+  char *text = read_file(o->file, &len);
+  if (!text) {
+    fprintf(stderr, "fuse-run: cannot read %s: %s\n", o->file,
+            strerror(errno));
+    return EXIT_MISMATCH;
+  }
+  fz_error err = {0};
+  fz_device *dev = NULL;
+  fz_status st = fz_device_open(0, &dev, &err);
+  if (st == FZ_ERR_NO_DEVICE) {
+    printf("fuse-run: %s: SKIPPED, no GPU (%s)\n", o->file, err.message);
+    free(text);
+    return EXIT_SKIP;
+  }
+  if (st != FZ_OK) {
+    fprintf(stderr, "fuse-run: %s\n", err.message);
+    free(text);
+    return EXIT_MISMATCH;
+  }
+  if (!o->seed_given)
+    o->seed = clock_seed();
+  printf("fuse-run: %s on %s, seed %" PRIu64 "\n", o->file,
+         fz_device_get_props(dev)->name, o->seed);
+  run_config c = config_of(o);
+  if (!o->iters_given)
+    c.iters = 0;
+  int passed = 0, failed = 0, line = 1;
+  char *chunk = text;
+  for (int index = 0; chunk; index++) {
+    /* find the next separator line */
+    char *sep = NULL, *p = chunk;
+    int lines = 0;
+    while (*p) {
+      if (strncmp(p, "// -----", 8) == 0 && (p == text || p[-1] == '\n')) {
+        sep = p;
+        break;
+      }
+      char *nl = strchr(p, '\n');
+      if (!nl)
+        break;
+      lines++;
+      p = nl + 1;
+    }
+    size_t n = sep ? (size_t)(sep - chunk) : strlen(chunk);
+    fz_fusion *f = NULL;
+    int64_t symbols[64];
+    bool ok = fz_parse_at(o->file, line, chunk, n, &f, &err) == FZ_OK &&
+              fz_verify(f, &err) == FZ_OK &&
+              (!o->canonicalize ||
+               fz_run_pass(f, "canonicalize", &err) == FZ_OK);
+    if (!ok) {
+      printf("case %d: FAILED: %s\n", index, err.message);
+      failed++;
+    } else if (f->num_symbols > 64 || bind_sizes(o, f, symbols) != 0) {
+      printf("case %d: FAILED: cannot bind sizes\n", index);
+      failed++;
+    } else {
+      printf("case %d @%s:\n", index, f->name);
+      int rc = run_fusion(dev, f, symbols, o->seed + (uint64_t)index, &c);
+      if (rc == RUN_PASSED)
+        passed++;
+      else
+        failed++;
+    }
+    fz_fusion_destroy(f);
+    line += lines + 1;
+    if (!sep)
+      break;
+    char *nl = strchr(sep, '\n');
+    chunk = nl ? nl + 1 : NULL;
+  }
+  printf("fuse-run: %s: %d passed, %d failed\n", o->file, passed, failed);
+  fz_device_close(dev);
+  free(text);
+  return failed ? EXIT_MISMATCH : 0;
+}
 
 int main(int argc, char **argv) {
   options o;
   int rc = parse_options(argc, argv, &o);
   if (rc)
     return rc;
-  size_t len = 0;
-  char *text = read_file(o.file, &len);
-  if (!text) {
-    fprintf(stderr, "fuse-run: cannot read %s: %s\n", o.file, strerror(errno));
-    return EXIT_MISMATCH;
-  }
-  fz_error err = {0};
-  fz_fusion *f = NULL;
-  fz_device *dev = NULL;
-  fz_executor *ex = NULL;
-  tensor in[64] = {0}, out[64] = {0};
-  fz_host_tensor hin[64], href[64];
-  void *ref_data[64] = {0};
-  int64_t symbols[64];
-  fz_timer *timer = NULL;
-  rc = 0;
-  if (fz_parse(o.file, text, len, &f, &err) != FZ_OK) {
-    fprintf(stderr, "%s\n", err.message);
-    free(text);
-    return EXIT_MISMATCH;
-  }
-  free(text);
-  CHECK(fz_verify(f, &err));
-  if (o.canonicalize)
-    CHECK(fz_run_pass(f, "canonicalize", &err));
-  if (f->num_inputs > 64 || f->num_outputs > 64 || f->num_symbols > 64) {
-    fprintf(stderr, "fuse-run: fusion too large for fuse-run\n");
-    rc = EXIT_MISMATCH;
-    goto done;
-  }
-  if ((rc = bind_sizes(&o, f, symbols)))
-    goto done;
-
-  fz_status st = fz_device_open(0, &dev, &err);
-  if (st == FZ_ERR_NO_DEVICE) {
-    printf("fuse-run: %s: SKIPPED, no GPU (%s)\n", o.file, err.message);
-    rc = EXIT_SKIP;
-    goto done;
-  }
-  CHECK(st);
-  if (!o.seed_given) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    o.seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
-  }
-  printf("fuse-run: %s on %s, seed %" PRIu64 "\n", o.file,
-         fz_device_get_props(dev)->name, o.seed);
-  uint64_t rng = o.seed;
-
-  /* Inputs: random host data in the declared layout, uploaded. */
-  fz_device_tensor din[64], dout[64];
-  double input_bytes = 0;
-  for (int i = 0; i < f->num_inputs; i++) {
-    const fz_value *v = f->inputs[i];
-    tensor *t = &in[i];
-    t->dtype = v->type.dtype;
-    t->rank = v->type.rank;
-    int64_t alloc_sizes[FZ_MAX_RANK];
-    for (int k = 0; k < t->rank; k++) {
-      const fz_axis *ax = &v->type.axes[k];
-      t->sizes[k] = fz_axis_size(ax, symbols);
-      alloc_sizes[k] = ax->kind == FZ_AXIS_BROADCAST ? 1 : t->sizes[k];
-    }
-    t->span = host_layout(t->rank, alloc_sizes, v->type.alloc_order,
-                          v->type.contiguous, o.pad, t->strides);
-    for (int k = 0; k < t->rank; k++)
-      if (v->type.axes[k].kind == FZ_AXIS_BROADCAST)
-        t->strides[k] = 0; /* expanded inputs are stride-0 views */
-    t->offset = o.offset;
-    size_t esize = fz_dtype_size(t->dtype);
-    size_t bytes = (size_t)(t->span + t->offset) * esize;
-    t->host = malloc(bytes ? bytes : 1);
-    if (!t->host) {
-      fprintf(stderr, "fuse-run: out of host memory\n");
-      rc = EXIT_MISMATCH;
-      goto done;
-    }
-    for (int64_t e = 0; e < t->span + t->offset; e++)
-      host_store(t->dtype, t->host + (size_t)e * esize,
-                 host_random_value(t->dtype, &rng));
-    input_bytes += (double)t->span * (double)esize;
-    CHECK(fz_device_memory_alloc(dev, bytes ? bytes : 1, &t->device, &err));
-    CHECK(fz_copy_to_device(dev, t->device, t->host, bytes, &err));
-    din[i] = (fz_device_tensor){.dtype = t->dtype, .rank = t->rank,
-                                .data = t->device + (uint64_t)t->offset * esize};
-    memcpy(din[i].sizes, t->sizes, sizeof t->sizes);
-    memcpy(din[i].strides, t->strides, sizeof t->strides);
-    hin[i] = (fz_host_tensor){.dtype = t->dtype, .rank = t->rank,
-                              .data = t->host + (size_t)t->offset * esize};
-    memcpy(hin[i].sizes, t->sizes, sizeof t->sizes);
-    memcpy(hin[i].strides, t->strides, sizeof t->strides);
-  }
-
-  CHECK(fz_executor_create(f, dev, &ex, &err));
-  /* Outputs in the layout the executor chooses, poisoned. */
-  double output_bytes = 0;
-  for (int i = 0; i < f->num_outputs; i++) {
-    CHECK(fz_executor_output_layout(ex, din, f->num_inputs, i, &dout[i], &err));
-    tensor *t = &out[i];
-    t->dtype = dout[i].dtype;
-    t->rank = dout[i].rank;
-    memcpy(t->sizes, dout[i].sizes, sizeof t->sizes);
-    memcpy(t->strides, dout[i].strides, sizeof t->strides);
-    t->span = numel(t);
-    size_t bytes = (size_t)t->span * fz_dtype_size(t->dtype);
-    output_bytes += (double)bytes;
-    t->host = malloc(bytes ? bytes : 1);
-    ref_data[i] = malloc(bytes ? bytes : 1);
-    if (!t->host || !ref_data[i]) {
-      fprintf(stderr, "fuse-run: out of host memory\n");
-      rc = EXIT_MISMATCH;
-      goto done;
-    }
-    CHECK(fz_device_memory_alloc(dev, bytes ? bytes : 1, &t->device, &err));
-    CHECK(fz_device_memset8(dev, t->device, 0xff, bytes, &err));
-    dout[i].data = t->device;
-    href[i] = (fz_host_tensor){.dtype = t->dtype, .rank = t->rank,
-                               .data = ref_data[i]};
-    memcpy(href[i].sizes, t->sizes, sizeof t->sizes);
-    memcpy(href[i].strides, t->strides, sizeof t->strides);
-  }
-
-  CHECK(fz_executor_run(ex, din, f->num_inputs, dout, f->num_outputs, NULL,
-                        &err));
-  CHECK(fz_device_synchronize(dev, &err));
-  if (o.print_plan)
-    printf("%s", fz_executor_last_plan(ex));
-  if (o.print_ptx)
-    printf("%s", fz_executor_last_ptx(ex));
-  for (int i = 0; i < f->num_outputs; i++)
-    CHECK(fz_copy_to_host(dev, out[i].host, out[i].device,
-                          (size_t)out[i].span * fz_dtype_size(out[i].dtype),
-                          &err));
-
-  /* Validate against the interpreter. */
-  int bad_outputs = 0;
-  if (o.validate)
-    CHECK(fz_interpret(f, hin, f->num_inputs, href, f->num_outputs, &err));
-  else
-    printf("validation: SKIPPED (--no-validate): times only\n");
-  /* Reductions accumulate in a different order than the interpreter's
-   * f64 sums: the absolute tolerance grows with the square root of the
-   * longest reduction (random-walk growth of rounding errors). */
-  double reduce_len = 1;
-  for (int i = 0; i < f->num_ops; i++) {
-    const fz_op *op = f->ops[i];
-    if (fz_op_table[op->code].kind != FZ_KIND_REDUCTION)
-      continue;
-    double len = 1;
-    for (int d = 0; d < op->num_dims; d++)
-      len *= (double)fz_axis_size(&op->operands[0]->type.axes[op->dims[d]],
-                                  symbols);
-    if (len > reduce_len)
-      reduce_len = len;
-  }
-  for (int i = 0; i < f->num_outputs && o.validate; i++) {
-    tensor *t = &out[i];
-    double rtol, atol;
-    default_tolerance(t->dtype, &rtol, &atol);
-    atol *= sqrt(reduce_len);
-    if (o.rtol >= 0)
-      rtol = o.rtol;
-    if (o.atol >= 0)
-      atol = o.atol;
-    size_t esize = fz_dtype_size(t->dtype);
-    int64_t idx[FZ_MAX_RANK] = {0}, mismatches = 0, n = numel(t);
-    double max_err = 0;
-    for (int64_t e = 0; e < n; e++) {
-      int64_t off = offset_of(t, idx);
-      double g = host_load(t->dtype, t->host + (size_t)off * esize);
-      double r = host_load(t->dtype, (unsigned char *)ref_data[i] +
-                                          (size_t)off * esize);
-      bool ok;
-      if (isnan(r) || isnan(g))
-        ok = isnan(r) && isnan(g);
-      else if (isinf(r) || isinf(g))
-        ok = g == r;
-      else {
-        double d = fabs(g - r);
-        ok = d <= atol + rtol * fabs(r);
-        if (d > max_err)
-          max_err = d;
-      }
-      if (!ok && mismatches++ < 5) {
-        printf("  mismatch output %d at [", i);
-        for (int k = 0; k < t->rank; k++)
-          printf("%s%" PRId64, k ? ", " : "", idx[k]);
-        printf("]: gpu %.9g, reference %.9g\n", g, r);
-      }
-      if (t->rank)
-        next_index(t, idx);
-    }
-    const fz_value *v = f->outputs[i];
-    printf("output %d %%%s %s: %" PRId64 " elements, %s (%" PRId64
-           " mismatches, max abs error %.3g, rtol %.1g atol %.1g)\n",
-           i, v->name ? v->name : "?", fz_dtype_name(t->dtype), n,
-           mismatches ? "MISMATCH" : "ok", mismatches, max_err, rtol, atol);
-    bad_outputs += mismatches > 0;
-  }
-  if (bad_outputs) {
-    printf("fuse-run: FAILED (seed %" PRIu64 ")\n", o.seed);
-    rc = EXIT_MISMATCH;
-    goto done;
-  }
-
-  /* Timing: the fusion, then a device copy of the same bytes. */
-  CHECK(fz_timer_create(dev, &timer, &err));
-  float *ms = malloc(sizeof(float) * (size_t)o.iters);
-  if (!ms)
-    goto done;
-  for (int r = 0; r < o.warmup; r++)
-    CHECK(fz_executor_run(ex, din, f->num_inputs, dout, f->num_outputs, NULL,
-                          &err));
-  for (int r = 0; r < o.iters; r++) {
-    CHECK(fz_timer_start(timer, NULL, &err));
-    CHECK(fz_executor_run(ex, din, f->num_inputs, dout, f->num_outputs, NULL,
-                          &err));
-    CHECK(fz_timer_stop(timer, &err));
-    CHECK(fz_timer_elapsed_ms(timer, &ms[r], &err));
-  }
-  qsort(ms, (size_t)o.iters, sizeof *ms, compare_median);
-  double kernel_ms = ms[o.iters / 2];
-  double moved = input_bytes + output_bytes;
-  size_t copy_bytes = (size_t)(moved / 2) & ~(size_t)255;
-  double copy_gbs = 0;
-  if (copy_bytes >= 256) {
-    uint64_t a = 0, b = 0;
-    CHECK(fz_device_memory_alloc(dev, copy_bytes, &a, &err));
-    CHECK(fz_device_memory_alloc(dev, copy_bytes, &b, &err));
-    for (int r = 0; r < o.warmup + 1; r++)
-      CHECK(fz_copy_device(dev, b, a, copy_bytes, &err));
-    for (int r = 0; r < o.iters; r++) {
-      CHECK(fz_timer_start(timer, NULL, &err));
-      CHECK(fz_copy_device(dev, b, a, copy_bytes, &err));
-      CHECK(fz_timer_stop(timer, &err));
-      CHECK(fz_timer_elapsed_ms(timer, &ms[r], &err));
-    }
-    qsort(ms, (size_t)o.iters, sizeof *ms, compare_median);
-    copy_gbs = 2.0 * (double)copy_bytes / (ms[o.iters / 2] * 1e-3) / 1e9;
-    fz_device_memory_free(dev, a, NULL);
-    fz_device_memory_free(dev, b, NULL);
-  }
-  free(ms);
-  double gbs = moved / (kernel_ms * 1e-3) / 1e9;
-  printf("time: median %.2f us over %d runs, %.3f MB moved, %.0f GB/s", kernel_ms * 1e3,
-         o.iters, moved / 1e6, gbs);
-  if (copy_gbs > 0)
-    printf(", copy %.0f GB/s, %.1f%% of copy", copy_gbs, 100.0 * gbs / copy_gbs);
-  printf("\nfuse-run: %s\n", o.validate ? "PASSED" : "TIMED (not validated)");
-
-done:
-  fz_timer_destroy(timer);
-  fz_executor_destroy(ex);
-  for (int i = 0; i < 64; i++) {
-    if (dev && in[i].device)
-      fz_device_memory_free(dev, in[i].device, NULL);
-    if (dev && out[i].device)
-      fz_device_memory_free(dev, out[i].device, NULL);
-    free(in[i].host);
-    free(out[i].host);
-    free(ref_data[i]);
-  }
-  fz_device_close(dev);
-  fz_fusion_destroy(f);
-  return rc;
+  if (o.random)
+    return run_random(&o);
+  return o.split ? run_split(&o) : run_file(&o);
 }

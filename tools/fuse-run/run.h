@@ -1,0 +1,33 @@
+/* run.h - one fusion on the GPU: random inputs in their declared layouts,
+ * poisoned outputs, the executor, comparison with the interpreter, and
+ * timing. fuse-run's file mode and --random mode both go through it. */
+#ifndef FZ_FUSE_RUN_RUN_H
+#define FZ_FUSE_RUN_RUN_H
+
+#include "fz/ir.h"
+
+typedef struct run_config {
+  int iters, warmup;   /* timing runs; iters 0: no timing */
+  int64_t offset, pad; /* inputs shifted by offset elements, gaps of pad */
+  bool print_plan, print_ptx;
+  bool validate;       /* compare with the interpreter */
+  double rtol, atol;   /* < 0: by dtype */
+  /* --random: each element's tolerance also grows with its output's
+   * largest reference value (see run.c), fz_schedule is asked first so
+   * that a fusion no scheduler takes is reported as RUN_DECLINED, and
+   * messages go to `log` instead of stdout/stderr when it is not NULL. */
+  bool scale_tolerance;
+  bool check_schedule;
+  fz_buf *log;
+} run_config;
+
+enum { RUN_PASSED = 0, RUN_FAILED = 1, RUN_DECLINED = 3 };
+
+/* Runs f (verified; symbols bound, f->num_symbols values) on dev with
+ * inputs drawn from `seed`. Prints what fuse-run prints for a file:
+ * mismatches, one line per output, "fuse-run: FAILED (seed S)" or the
+ * time and "fuse-run: PASSED". Returns RUN_*. */
+int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
+               uint64_t seed, const run_config *c);
+
+#endif
