@@ -1,18 +1,42 @@
 /* fz.h - the public C API of fz, a fusion compiler for NVIDIA GPUs.
  *
- * Conventions (zstd-style):
- *  - one prefix, fz_; handles are pointers to structs that callers treat as
- *    opaque (their layout lives in fz/ir.h for the compiler's own passes);
- *  - every fallible call returns an fz_status and, when given a non-NULL
- *    fz_error, fills it with the status and a human-readable message;
- *    fz_status_name() names a status;
- *  - create/destroy pairs own everything: destroying a fusion frees every
- *    value, op and string created for it (one arena per fusion); destroy
- *    functions accept NULL;
- *  - nothing here calls exit() or abort() on bad input.
+ * Conventions (zstd-style), which every function below follows unless its
+ * own comment says otherwise:
  *
- * Thread safety: distinct fusions may be used from distinct threads; one
- * fusion must not be used from two threads at once.
+ *  Handles. One prefix, fz_. fz_fusion, fz_value, fz_op, fz_device and
+ *  fz_executor are pointers that callers treat as opaque (their layout
+ *  lives in fz/ir.h for the compiler's own passes; the "building fusions
+ *  through handles" section at the end needs none of it).
+ *
+ *  Ownership. Whoever calls a create/open function owns the handle it
+ *  returns and releases it with the matching destroy/close function, which
+ *  accepts NULL. A fusion owns everything made for it: values, ops, names
+ *  and strings live in its arena and are freed together by
+ *  fz_fusion_destroy, never one by one. Strings passed in are copied (the
+ *  caller keeps its own); strings returned are owned by the handle they
+ *  came from and stay valid as long as it does, except where a comment says
+ *  "malloc'd", in which case the caller frees them with free(). Tensors
+ *  (host or device memory) always belong to the caller, except outputs the
+ *  executor allocates on request (fz_executor_run).
+ *
+ *  Errors. Every fallible call returns an fz_status (FZ_OK is 0) and, when
+ *  given a non-NULL fz_error, fills it with the status and a human-readable
+ *  message naming what is wrong (parse errors: "file:line:col: error: ..."
+ *  followed by the source line and a caret). err may always be NULL. A failed call
+ *  leaves its outputs in a defined state (NULL handles, unchanged caller
+ *  buffers) and its objects as they were. Calls that return a pointer
+ *  return NULL on failure. Nothing here calls exit() or abort() on bad
+ *  input or on a runtime failure; only a broken internal invariant (a bug
+ *  in fz) aborts, after printing file:line.
+ *
+ *  Thread safety. No function touches global mutable state except the
+ *  one-time loading of the CUDA driver and LLVM's one-time target set-up,
+ *  both done under pthread_once. Distinct objects may be used from
+ *  distinct threads freely. Functions that take a `const` handle only read
+ *  it and may run concurrently with each other on the same object; a
+ *  function that takes a non-const fusion or executor needs it to itself
+ *  (no other call on it, reading or writing, at the same time). Devices
+ *  may be shared between threads (see fz_device_open).
  */
 #ifndef FZ_FZ_H
 #define FZ_FZ_H
@@ -46,15 +70,23 @@ typedef enum fz_status {
 #undef FZ_X_ENUM
 } fz_status;
 
-/* Where an error is reported. Callers own it (usually on the stack). */
+/* Where an error is reported. Callers own it (usually on the stack) and may
+ * reuse it across calls: a failing call overwrites both fields. Test the
+ * returned status, not err->status: a successful call need not clear it.
+ * The message is NUL-terminated and truncated to fit. */
 typedef struct fz_error {
   fz_status status;
   char message[1024];
 } fz_error;
 
+/* The enumerator's name ("FZ_ERR_PARSE"); "FZ_ERR_UNKNOWN" for a value not
+ * in the list. A static string: never free it. Thread-safe. */
 const char *fz_status_name(fz_status status);
 
-/* Fills err (if non-NULL) and returns status. printf-style. */
+/* Fills err (if non-NULL) with status and the printf-style message, and
+ * returns status, so that `return fz_error_set(err, ...)` reports and
+ * returns at once. For embedders that report through the same type.
+ * Thread-safe (touches only *err). */
 fz_status fz_error_set(fz_error *err, fz_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -80,6 +112,9 @@ typedef enum fz_dtype {
       FZ_NUM_DTYPES
 } fz_dtype;
 
+/* Pure functions of the dtype, thread-safe, never failing: the text-format
+ * name ("bf16", a static string; "?" for an invalid dtype), the size of one
+ * element in bytes (0 for an invalid dtype), and the category tests. */
 const char *fz_dtype_name(fz_dtype dtype);
 size_t fz_dtype_size(fz_dtype dtype);
 bool fz_dtype_is_float(fz_dtype dtype);   /* f64 f32 f16 bf16 */
@@ -93,11 +128,21 @@ typedef struct fz_fusion fz_fusion;
 typedef struct fz_value fz_value;
 typedef struct fz_op fz_op;
 
+/* An empty fusion named `name` (copied; NULL gives "fusion"), to be filled
+ * with the builder (fz/ir.h, or the handle calls at the end of this
+ * header). The caller owns it: fz_fusion_destroy frees it with every
+ * value, op and string made for it; destroy accepts NULL. Never returns
+ * NULL (running out of host memory here is treated as fatal). */
 fz_fusion *fz_fusion_create(const char *name);
 void fz_fusion_destroy(fz_fusion *fusion);
 
-/* Parse one fusion from the text format. filename is used in diagnostics
- * ("file:line:col: error: ..."). On failure *out is NULL. */
+/* Parses one fusion from the text format: `length` bytes of `text` (need
+ * not be NUL-terminated). filename (may be NULL: "<input>") is used in
+ * diagnostics only. On success *out is a new fusion the caller owns
+ * (fz_fusion_destroy); on failure *out is NULL and err holds
+ * FZ_ERR_PARSE (bad syntax, with file:line:col, the line and a caret) or
+ * FZ_ERR_INVALID (well-formed but ill-typed, same location format).
+ * Thread-safe: parses share nothing. */
 fz_status fz_parse(const char *filename, const char *text, size_t length,
                    fz_fusion **out, fz_error *err);
 /* The same, numbering lines in diagnostics from first_line (fz_parse uses
@@ -105,18 +150,25 @@ fz_status fz_parse(const char *filename, const char *text, size_t length,
 fz_status fz_parse_at(const char *filename, int first_line, const char *text,
                       size_t length, fz_fusion **out, fz_error *err);
 
-/* Print in the text format. Returns a malloc'd NUL-terminated string that
- * the caller frees with free(), or NULL when out of memory. */
+/* Prints in the text format (fz_parse reads it back to an equal fusion).
+ * Returns a malloc'd NUL-terminated string that the caller frees with
+ * free(), or NULL when out of memory or fusion is NULL. Only reads the
+ * fusion: concurrent prints of one fusion are safe. */
 char *fz_print(const fz_fusion *fusion);
 
-/* Check every invariant of the IR; returns FZ_ERR_INVALID with a message
- * naming the offending value on failure. */
+/* Checks every invariant of the IR. FZ_OK, or FZ_ERR_INVALID with a
+ * message naming the offending value. Only reads the fusion. A fusion
+ * built through the builder is valid by construction; verification is for
+ * fusions edited by hand or by passes, and fz_executor_create runs it. */
 fz_status fz_verify(const fz_fusion *fusion, fz_error *err);
 
 /* ---- host tensors and the reference interpreter ---------------------- */
 
-/* A strided view of host memory. Strides are in elements and may be 0
- * (broadcast/expanded) or permuted. Rank 0 is a scalar. */
+/* A strided view of host memory, described by the caller and pointing at
+ * memory the caller owns; fz never keeps the pointer past the call it is
+ * given to. Strides are in elements and may be 0 (broadcast/expanded) or
+ * permuted. Rank 0 is a scalar (one element at data). f16 and bf16
+ * elements are stored as their 16-bit patterns, bool as one byte 0/1. */
 typedef struct fz_host_tensor {
   fz_dtype dtype;
   int rank;
@@ -131,36 +183,61 @@ typedef struct fz_bindings {
   int64_t *values; /* owned by the caller or by fz_bindings_free */
 } fz_bindings;
 
-/* Bind symbols from inputs (checks rank, dtype, and that every constant and
- * shared symbolic extent agrees). values is malloc'd: free with
- * fz_bindings_free. */
+/* Binds every symbol from the inputs' sizes (data and strides are not
+ * looked at), checking the count of inputs, each one's rank and dtype, and
+ * that constant extents, b1 axes (size 1) and every later use of a symbol
+ * agree with the first; errors (FZ_ERR_ARGUMENT) name the input, the axis
+ * and where a conflicting symbol was bound first. On success out->values
+ * is malloc'd and the caller frees it with fz_bindings_free (which
+ * accepts an already freed or zeroed fz_bindings); on failure out is left
+ * empty (num_symbols 0, values NULL). Only reads the fusion. */
 fz_status fz_bind_inputs(const fz_fusion *fusion, const fz_host_tensor *inputs,
                          int num_inputs, fz_bindings *out, fz_error *err);
 void fz_bindings_free(fz_bindings *bindings);
 
-/* Logical sizes of output i under the bindings. */
+/* Logical sizes of output `output` under the bindings, written to
+ * sizes[0..rank). FZ_ERR_ARGUMENT for an output index out of range or a
+ * symbol the bindings leave unbound. Only reads the fusion. */
 fz_status fz_output_sizes(const fz_fusion *fusion, int output,
                           const fz_bindings *bindings,
                           int64_t sizes[FZ_MAX_RANK], fz_error *err);
 
-/* Runs the fusion on the host, accumulating in f64 and rounding each value
- * to its dtype exactly as the GPU stores it. outputs[i] must describe
- * caller-allocated memory of the right dtype and sizes (any strides). */
+/* The reference interpreter: runs the fusion on the host, computing in
+ * f64 (int64 for integers) and rounding each value to its dtype exactly as
+ * the GPU stores it. outputs[i] must describe caller-allocated memory of
+ * the output's dtype, rank and sizes (any non-overlapping strides); fz
+ * writes every element and keeps no pointer. Its own temporaries are
+ * malloc'd and freed before it returns. FZ_ERR_ARGUMENT for inputs or
+ * outputs that do not fit the fusion, FZ_ERR_INVALID for an op the
+ * values make undefined (amax over an empty axis), FZ_ERR_OUT_OF_MEMORY.
+ * Outputs may be partly written on failure. Only reads the fusion, so
+ * several threads may interpret one fusion at once. */
 fz_status fz_interpret(const fz_fusion *fusion, const fz_host_tensor *inputs,
                        int num_inputs, fz_host_tensor *outputs, int num_outputs,
                        fz_error *err);
 
 /* ---- passes ------------------------------------------------------------- */
 
-/* Runs the named pass ("canonicalize", ...) in place. */
+/* Runs the named pass in place: "canonicalize" (folds, cse, dead ops),
+ * "cse", "alloc-order" (gives undeclared results their source's layout).
+ * The fusion is verified afterwards. FZ_ERR_ARGUMENT for an unknown name
+ * (the message lists the known ones); a pass that cannot handle its input
+ * returns an error and leaves the fusion valid. Values the pass removes
+ * stay allocated (in the arena) but are no longer part of the fusion:
+ * handles to them must not be used as operands afterwards. Needs the
+ * fusion to itself; not while an executor built on it exists. */
 fz_status fz_run_pass(fz_fusion *fusion, const char *pass_name, fz_error *err);
 
 /* ---- devices (lib/runtime) ---------------------------------------------- */
 
 /* A CUDA device with its primary context retained. The driver is loaded on
- * first use (dlopen of libcuda.so.1): without it, or without a device,
- * fz_device_open returns FZ_ERR_NO_DEVICE and everything up to PTX still
- * works. */
+ * first use (dlopen of libcuda.so.1, once per process, thread-safe):
+ * without it, or without a device, fz_device_open returns FZ_ERR_NO_DEVICE
+ * and everything up to PTX still works. fz works in the device's *primary*
+ * context, the one the CUDA runtime (and so PyTorch) uses: device pointers
+ * and streams from such a framework can be passed to fz as they are. Calls
+ * that touch the GPU make that context current on the calling thread (a
+ * no-op when it already is) and leave it current. */
 typedef struct fz_device fz_device;
 
 typedef struct fz_device_props {
@@ -183,18 +260,31 @@ typedef struct fz_device_props {
   int driver_version;            /* 1000*major + 10*minor: 12040 */
 } fz_device_props;
 
-/* Opens device `ordinal` (0-based). FZ_ERR_NO_DEVICE without a driver or
- * when ordinal is past the last device. */
+/* Opens device `ordinal` (0-based, as CUDA_VISIBLE_DEVICES renumbers
+ * them) and reads its properties once. On success *out is a handle the
+ * caller owns (fz_device_close); on failure it is NULL and err says
+ * FZ_ERR_NO_DEVICE (no driver, no device, ordinal past the last one),
+ * FZ_ERR_ARGUMENT (negative ordinal) or FZ_ERR_CUDA (driver failure, with
+ * the CUDA error's name). Opening one ordinal twice gives two handles on
+ * the same primary context. A device handle is read-only after opening:
+ * several threads may use it (allocate, run executors on it) at once. */
 fz_status fz_device_open(int ordinal, fz_device **out, fz_error *err);
-/* Releases the primary context. Accepts NULL. */
+/* Releases the primary context and frees the handle. Destroy every
+ * executor on the device and free the memory you allocated through it
+ * first. Accepts NULL. */
 void fz_device_close(fz_device *device);
+/* The properties read at open; owned by the device, valid until
+ * fz_device_close. NULL for a NULL device. */
 const fz_device_props *fz_device_get_props(const fz_device *device);
 
 /* ---- executing fusions (lib/runtime/executor.c) ------------------------ */
 
-/* A tensor in device memory: `data` is a CUdeviceptr; strides are in
- * elements (non-negative; 0 for broadcast). Rank 0 is a one-element
- * tensor. */
+/* A tensor in device memory: `data` is a CUdeviceptr (a framework's
+ * device pointer, e.g. torch's tensor.data_ptr(), as an integer); strides
+ * are in elements (non-negative; 0 for broadcast). Rank 0 is a
+ * one-element tensor. The memory belongs to the caller. It must be aligned
+ * to its element size; 16-byte alignment lets kernels use vector
+ * accesses. */
 typedef struct fz_device_tensor {
   fz_dtype dtype;
   int rank;
@@ -206,48 +296,224 @@ typedef struct fz_device_tensor {
 /* Runs one fusion on one device: checks each call's inputs against the
  * fusion, schedules, compiles once per input signature (memory cache) and
  * once per kernel (disk cache: $FZ_CACHE_DIR, else $XDG_CACHE_HOME/fz, else
- * ~/.cache/fz; FZ_CACHE_DIR=off disables it), and launches. The fusion must
- * outlive the executor and not change while it exists. One executor must
- * not be used from two threads at once. */
+ * ~/.cache/fz; FZ_CACHE_DIR=off disables it), and launches.
+ *
+ * Ownership: the executor borrows the fusion and the device: both must
+ * outlive it, and the fusion must not change while it exists (no passes,
+ * no new ops). It owns its compiled modules, plans and workspaces.
+ * Threads: one executor must not be used from two threads at once (its
+ * caches change on every miss); several executors, on one fusion or one
+ * device, may run in parallel threads. */
 typedef struct fz_executor fz_executor;
 
+/* Verifies the fusion (FZ_ERR_INVALID if it is not) and makes an executor;
+ * nothing is compiled until the first run. FZ_ERR_ARGUMENT for a NULL
+ * fusion or device. On failure *out is NULL. Only reads the fusion. */
 fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
                              fz_executor **out, fz_error *err);
-/* Frees compiled kernels and caches (not tensors it allocated for the
- * caller). Accepts NULL. */
+/* Frees compiled kernels, caches and workspaces (not tensors it allocated
+ * for the caller, which the caller frees). Work already launched must
+ * have finished (synchronize the streams it ran on first). Accepts NULL. */
 void fz_executor_destroy(fz_executor *executor);
 
 /* Sizes and strides output `output` gets for these inputs: the layout the
- * fusion declares for it, or row-major. data is left 0. */
+ * fusion declares for it (after "alloc-order", the one propagated from
+ * the inputs), else row-major; dtype and rank are the output's. data is
+ * left 0. This is how a framework allocates outputs itself (e.g.
+ * torch.empty_strided) before fz_executor_run. Binds the inputs' sizes
+ * like fz_executor_run (same FZ_ERR_ARGUMENT messages); ignores their data
+ * and strides. Launches and allocates nothing. */
 fz_status fz_executor_output_layout(fz_executor *executor,
                                     const fz_device_tensor *inputs,
                                     int num_inputs, int output,
                                     fz_device_tensor *out, fz_error *err);
 
-/* Launches the fusion on `stream` (a CUstream; NULL for the default
- * stream). Each outputs[i] either describes caller memory (data != 0;
- * dtype, rank and sizes must match, strides may be any non-overlapping
- * ones) or has data == 0, in which case the executor fills it in with
- * fz_executor_output_layout and allocates it (free with
- * fz_device_memory_free). Nothing is launched when any check fails. */
+/* Launches the fusion on `stream` (a CUstream or cudaStream_t, e.g.
+ * torch.cuda.current_stream().cuda_stream; NULL for the legacy default
+ * stream). The call returns once the kernel is queued: inputs must stay
+ * valid and outputs unread until the stream reaches it.
+ *
+ * Each outputs[i] either describes caller memory (data != 0; dtype, rank
+ * and sizes must match, strides may be any non-overlapping ones) or has
+ * data == 0, in which case the executor fills it in with
+ * fz_executor_output_layout and allocates it; the caller then owns that
+ * memory and frees it with fz_device_memory_free. A first call for an
+ * input signature (sizes, strides, alignment) schedules and compiles,
+ * synchronously on the host; later calls with the same signature only
+ * launch.
+ *
+ * Errors: FZ_ERR_ARGUMENT for inputs or outputs that do not fit the
+ * fusion (count, dtype, rank, sizes, negative strides, NULL or misaligned
+ * data, overlapping output strides; the message names the value and the
+ * axis), FZ_ERR_UNSUPPORTED when no scheduler takes the fusion (with each
+ * scheduler's reason), FZ_ERR_LLVM / FZ_ERR_CUDA for compile or launch
+ * failures, FZ_ERR_OUT_OF_MEMORY. Nothing is launched when any check
+ * fails, and outputs the executor allocated for this call are freed again
+ * (outputs[] is left as it was).
+ *
+ * Split reductions keep a workspace per signature: two runs of one
+ * executor on different streams must not overlap in time (order them,
+ * or use one executor per stream). */
 fz_status fz_executor_run(fz_executor *executor,
                           const fz_device_tensor *inputs, int num_inputs,
                           fz_device_tensor *outputs, int num_outputs,
                           void *stream, fz_error *err);
 
-/* Text of the plan and PTX the last run used (for tools); NULL before the
- * first run. Owned by the executor. */
+/* Text of the plan and PTX the last successful run used (for tools); NULL
+ * before the first run. Owned by the executor, valid until it is
+ * destroyed. */
 const char *fz_executor_last_plan(const fz_executor *executor);
 const char *fz_executor_last_ptx(const fz_executor *executor);
 
-/* Device memory for callers (CUdeviceptr values). */
+/* Device memory for callers (CUdeviceptr values, 256-byte aligned),
+ * allocated in the device's primary context and owned by the caller.
+ * alloc: bytes == 0 gives *out = 0; FZ_ERR_OUT_OF_MEMORY when the device
+ * is full (free caches and retry), FZ_ERR_CUDA otherwise; *out is 0 on
+ * failure. free: accepts 0; synchronous (waits for work using the memory,
+ * as cuMemFree does). Thread-safe. */
 fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
                                  uint64_t *out, fz_error *err);
 fz_status fz_device_memory_free(fz_device *device, uint64_t ptr,
                                 fz_error *err);
 
-/* The library version, "MAJOR.MINOR.PATCH". */
+/* The library version, "MAJOR.MINOR.PATCH"; a static string. */
 const char *fz_version(void);
+
+/* ---- building fusions through handles (lib/ir/api.c) ------------------ */
+/*
+ * Everything a framework needs to define a fusion, run it and read its
+ * interface, without the IR structs of fz/ir.h: inputs from sizes, ops by
+ * their text-format keyword, targets of reshape/expand/full/iota from
+ * sizes, and read-only views of values. examples/embed.c and the Python
+ * package (python/fz, through ctypes) are written against these. They mix
+ * freely with the C builder of fz/ir.h (fz_literal_*, fz_broadcast,
+ * fz_squeeze, fz_permute, fz_cast, fz_set, fz_value_set_layout,
+ * fz_add_output), which takes handles and plain integers only.
+ *
+ * Contract, as for the builder: values live in the fusion's arena (valid
+ * until fz_fusion_destroy, never freed alone); strings and arrays passed
+ * in are copied; returned strings belong to the fusion. Calls that add
+ * return NULL (or a status) and fill err on failure, leaving the fusion
+ * exactly as it was (no op, no value, no symbol). Calls that add need the
+ * fusion to themselves; calls on a const fusion only read it.
+ *
+ * Extents. An `extents` array has one entry per axis: a constant extent
+ * (>= 0), or one of the codes below. Symbols (run-time extents) are named
+ * as in the text format ([A-Za-z_][A-Za-z0-9_]*, not "b1"); one name is
+ * one extent throughout the fusion, bound from the inputs at run time.
+ */
+#define FZ_EXTENT_SYMBOL (-1)    /* the symbol named symbols[i] */
+#define FZ_EXTENT_BROADCAST (-2) /* b1: a broadcast axis of extent 1 */
+
+/* Adds a tensor input (rank 1..FZ_MAX_RANK; rank 0: use
+ * fz_fusion_add_scalar). name: NULL, or a value name ([A-Za-z0-9_.]+)
+ * unique in the fusion. FZ_EXTENT_SYMBOL axes create their symbol on first
+ * use; symbols NULL or symbols[i] NULL gives a fresh anonymous symbol (`?`
+ * in text) for that axis. alloc_order: NULL for row-major, else a
+ * permutation of the axes, outermost first (column-major [M, N] is
+ * {1, 0}). contiguous: NULL for dense, else one flag per *allocated*
+ * position (false: that stride is not the dense one). Returns the input,
+ * or NULL with FZ_ERR_INVALID (bad dtype, rank, extent, name, order). */
+fz_value *fz_fusion_add_tensor(fz_fusion *fusion, const char *name,
+                               fz_dtype dtype, int rank,
+                               const int64_t *extents,
+                               const char *const *symbols,
+                               const int *alloc_order, const bool *contiguous,
+                               fz_error *err);
+/* Adds a rank-0 input (a scalar passed as a one-element device tensor). */
+fz_value *fz_fusion_add_scalar(fz_fusion *fusion, const char *name,
+                               fz_dtype dtype, fz_error *err);
+
+/* A unary, binary or ternary pointwise op by keyword ("exp", "add",
+ * "where", ...; the list is include/fz/ops.def). num_operands must be the
+ * op's arity. FZ_ERR_INVALID for an unknown keyword, a keyword of another
+ * kind (use the calls below or fz_cast), or operands that do not fit. */
+fz_value *fz_build_pointwise(fz_fusion *fusion, const char *op,
+                             int num_operands, fz_value *const *operands,
+                             fz_error *err);
+/* A reduction by keyword ("sum", "prod", "amax", "amin") over dims, which
+ * may be in any order and negative (counted from the end, as in PyTorch);
+ * a repeated axis is an error. keepdim leaves b1 axes in their place. */
+fz_value *fz_build_reduction(fz_fusion *fusion, const char *op, fz_value *a,
+                             int num_dims, const int *dims, bool keepdim,
+                             fz_error *err);
+/* Expands a's b1 axes: extents has rank(a) entries. For a b1 axis, a
+ * constant other than 1 or a symbol expands it (b1->E); 1 or
+ * FZ_EXTENT_BROADCAST leaves it. Every other axis must be given its own
+ * extent, or FZ_EXTENT_SYMBOL with no name, which keeps it (like -1 in
+ * torch.Tensor.expand). Named symbols must already exist in the fusion
+ * (an input must bind them). */
+fz_value *fz_build_expand(fz_fusion *fusion, fz_value *a,
+                          const int64_t *extents, const char *const *symbols,
+                          fz_error *err);
+/* Reshapes a (row-major element order, like torch.reshape) to `rank`
+ * axes: constants, existing named symbols, FZ_EXTENT_BROADCAST for b1. The
+ * element counts must be provably equal (same constant product and the
+ * same symbols). */
+fz_value *fz_build_reshape(fz_fusion *fusion, fz_value *a, int rank,
+                           const int64_t *extents, const char *const *symbols,
+                           fz_error *err);
+/* A tensor of `dtype` and extents (as for reshape; rank 0 allowed) filled
+ * with `value`, which must be integral for integer dtypes (bool: nonzero
+ * is true). */
+fz_value *fz_build_full(fz_fusion *fusion, fz_dtype dtype, int rank,
+                        const int64_t *extents, const char *const *symbols,
+                        double value, fz_error *err);
+/* A rank-1 tensor of `dtype` (not bool) of one axis (a constant extent,
+ * or FZ_EXTENT_SYMBOL and an existing symbol name) holding start + i*step
+ * (integral start and step for integer dtypes). */
+fz_value *fz_build_iota(fz_fusion *fusion, fz_dtype dtype, int64_t extent,
+                        const char *symbol, double start, double step,
+                        fz_error *err);
+
+/* Reading a fusion's interface. Out-of-range indices give NULL; none of
+ * these fail otherwise. Returned strings belong to the fusion. */
+const char *fz_fusion_name(const fz_fusion *fusion);
+int fz_fusion_num_inputs(const fz_fusion *fusion);
+int fz_fusion_num_outputs(const fz_fusion *fusion);
+fz_value *fz_fusion_input(const fz_fusion *fusion, int index);
+fz_value *fz_fusion_output(const fz_fusion *fusion, int index);
+
+/* The value's name without '%' (as given to fz_fusion_add_tensor,
+ * fz_value_set_name or the text), or NULL when it has none (the printer
+ * numbers such values). */
+const char *fz_value_name(const fz_value *value);
+/* Names a value ([A-Za-z0-9_.]+, unique in the fusion; copied). NULL
+ * removes the name. FZ_ERR_INVALID for a bad or taken name, or a
+ * literal. */
+fz_status fz_value_set_name(fz_fusion *fusion, fz_value *value,
+                            const char *name, fz_error *err);
+/* The value's dtype and rank (FZ_NUM_DTYPES and -1 for NULL). */
+fz_dtype fz_value_dtype(const fz_value *value);
+int fz_value_rank(const fz_value *value);
+/* Logical axis `axis` of value: *extent is its constant size (1 for a b1
+ * axis) or FZ_EXTENT_SYMBOL, in which case *symbol is the symbol's name
+ * (NULL for an anonymous one) and is NULL otherwise; *broadcast tells a b1
+ * or expanded (b1->E, whose size is E) axis from an ordinary one. Any out
+ * pointer may be NULL. FZ_ERR_ARGUMENT for an axis out of range. */
+fz_status fz_value_axis(const fz_fusion *fusion, const fz_value *value,
+                        int axis, int64_t *extent, const char **symbol,
+                        bool *broadcast, fz_error *err);
+
+/* ---- copies and streams for embedders (lib/runtime/api.c) ------------- */
+
+/* Synchronous copies between host memory and device memory (CUdeviceptr
+ * values, such as fz_device_memory_alloc returns), on the legacy default
+ * stream: they wait for work queued before them there (and so for
+ * fz_executor_run on a NULL stream) and complete before returning. bytes
+ * == 0 does nothing. FZ_ERR_CUDA (with the driver's error) on failure.
+ * Thread-safe; the memory belongs to the caller throughout. */
+fz_status fz_device_memory_copy_from_host(fz_device *device, uint64_t dst,
+                                          const void *src, size_t bytes,
+                                          fz_error *err);
+fz_status fz_device_memory_copy_to_host(fz_device *device, void *dst,
+                                        uint64_t src, size_t bytes,
+                                        fz_error *err);
+/* Waits until all work queued on `stream` (a CUstream; NULL: the legacy
+ * default stream) has finished. Errors of kernels that ran there are
+ * reported here as FZ_ERR_CUDA. Thread-safe. */
+fz_status fz_device_stream_synchronize(fz_device *device, void *stream,
+                                       fz_error *err);
 
 #ifdef __cplusplus
 }

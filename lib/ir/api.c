@@ -1,0 +1,472 @@
+/* api.c - building and reading fusions through handles, for embedders.
+ *
+ * The C builder (builder.c) takes fz_type structs for targets, which a
+ * framework binding through ctypes (or any FFI) cannot build without
+ * mirroring the IR's layout. The calls here take sizes as plain arrays with
+ * two codes (symbol, broadcast), ops by their text keyword, and read values
+ * through accessors, so the only layouts an embedder mirrors are the small
+ * public structs of fz.h.
+ *
+ * Each call validates everything before it changes anything: extents and
+ * names are checked first, symbols are created only once the call cannot
+ * fail any more (only inputs create symbols; op targets must name existing
+ * ones, since nothing could bind a symbol first seen in an op), and the op
+ * itself goes through fz_build, which adds nothing when inference fails.
+ */
+#include "fz/ir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- names -------------------------------------------------------------- */
+
+static bool is_value_name(const char *s) {
+  if (!s || !*s)
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || *s == '_' || *s == '.'))
+      return false;
+  return true;
+}
+
+static bool is_symbol_name(const char *s) {
+  if (!s || !*s || (*s >= '0' && *s <= '9') || strcmp(s, "b1") == 0)
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || *s == '_'))
+      return false;
+  return true;
+}
+
+static bool name_taken(const fz_fusion *f, const char *name,
+                       const fz_value *except) {
+  for (int i = 0; i < f->num_inputs; i++)
+    if (f->inputs[i] != except && f->inputs[i]->name &&
+        strcmp(f->inputs[i]->name, name) == 0)
+      return true;
+  for (int i = 0; i < f->num_ops; i++) {
+    const fz_value *v = f->ops[i]->result;
+    if (v != except && v->name && strcmp(v->name, name) == 0)
+      return true;
+  }
+  return false;
+}
+
+static fz_status check_value_name(const fz_fusion *f, const char *name,
+                                  const fz_value *except, fz_error *err) {
+  if (!is_value_name(name))
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "value name \"%s\" is not of the form [A-Za-z0-9_.]+",
+                        name);
+  if (name_taken(f, name, except))
+    return fz_error_set(err, FZ_ERR_INVALID, "value name %%%s is taken",
+                        name);
+  return FZ_OK;
+}
+
+/* ---- extents ------------------------------------------------------------ */
+
+/* What an entry of an extents array may be, per call. */
+typedef enum extent_rule {
+  NEW_SYMBOLS, /* inputs: names create symbols, NULL a fresh one */
+  OLD_SYMBOLS, /* op targets: names must exist */
+} extent_rule;
+
+static const char *symbol_at(const char *const *symbols, int i) {
+  return symbols ? symbols[i] : NULL;
+}
+
+/* Checks entry i without changing the fusion. */
+static fz_status check_extent(const fz_fusion *f, const char *what, int i,
+                              int64_t e, const char *sym, extent_rule rule,
+                              fz_error *err) {
+  if (e >= 0 || e == FZ_EXTENT_BROADCAST)
+    return FZ_OK;
+  if (e != FZ_EXTENT_SYMBOL)
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s: extent %d is %lld, neither a size nor "
+                        "FZ_EXTENT_SYMBOL/FZ_EXTENT_BROADCAST",
+                        what, i, (long long)e);
+  if (!sym) {
+    if (rule == NEW_SYMBOLS)
+      return FZ_OK;
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s: extent %d is a symbol without a name; only "
+                        "inputs introduce new symbols",
+                        what, i);
+  }
+  if (!is_symbol_name(sym))
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s: symbol name \"%s\" (extent %d) is not of the "
+                        "form [A-Za-z_][A-Za-z0-9_]* (and not b1)",
+                        what, sym, i);
+  if (rule == OLD_SYMBOLS && fz_fusion_find_symbol(f, sym) < 0)
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s: symbol %s (extent %d) is not an extent of any "
+                        "input, so nothing would bind it",
+                        what, sym, i);
+  return FZ_OK;
+}
+
+static fz_status check_extents(const fz_fusion *f, const char *what,
+                               int rank, const int64_t *extents,
+                               const char *const *symbols, extent_rule rule,
+                               fz_error *err) {
+  if (rank < 0 || rank > FZ_MAX_RANK)
+    return fz_error_set(err, FZ_ERR_INVALID, "%s: rank %d is outside [0, %d]",
+                        what, rank, FZ_MAX_RANK);
+  if (rank > 0 && !extents)
+    return fz_error_set(err, FZ_ERR_INVALID, "%s: extents is NULL", what);
+  for (int i = 0; i < rank; i++) {
+    fz_status st = check_extent(f, what, i, extents[i],
+                                symbol_at(symbols, i), rule, err);
+    if (st)
+      return st;
+  }
+  return FZ_OK;
+}
+
+/* The extent of an entry already checked; may create a symbol. */
+static fz_extent make_extent(fz_fusion *f, int64_t e, const char *sym) {
+  if (e >= 0)
+    return fz_const_extent(e);
+  return fz_symbol_extent(fz_fusion_symbol(f, sym));
+}
+
+static fz_axis make_axis(fz_fusion *f, int64_t e, const char *sym) {
+  if (e == FZ_EXTENT_BROADCAST)
+    return (fz_axis){.kind = FZ_AXIS_BROADCAST, .extent = fz_const_extent(1)};
+  return (fz_axis){.kind = FZ_AXIS_ITER, .extent = make_extent(f, e, sym)};
+}
+
+static bool check_dtype(fz_dtype dtype, const char *what, fz_error *err) {
+  if ((unsigned)dtype < FZ_NUM_DTYPES)
+    return true;
+  fz_error_set(err, FZ_ERR_INVALID, "%s: dtype %d is not an fz_dtype", what,
+               (int)dtype);
+  return false;
+}
+
+/* ---- inputs ------------------------------------------------------------- */
+
+static fz_value *add_input(fz_fusion *f, const char *name, fz_dtype dtype,
+                           int rank, const int64_t *extents,
+                           const char *const *symbols, const int *alloc_order,
+                           const bool *contiguous, fz_error *err) {
+  if (!f) {
+    fz_error_set(err, FZ_ERR_ARGUMENT, "input: fusion is NULL");
+    return NULL;
+  }
+  char what[96];
+  if (name)
+    snprintf(what, sizeof what, "input %%%.64s", name);
+  else
+    snprintf(what, sizeof what, "input %d", f->num_inputs);
+  if (!check_dtype(dtype, what, err))
+    return NULL;
+  if (name && check_value_name(f, name, NULL, err))
+    return NULL;
+  if (check_extents(f, what, rank, extents, symbols, NEW_SYMBOLS, err))
+    return NULL;
+  fz_type t = {.dtype = dtype, .rank = rank, .has_layout = true};
+  for (int i = 0; i < rank; i++) {
+    t.alloc_order[i] = alloc_order ? alloc_order[i] : i;
+    t.contiguous[i] = contiguous ? contiguous[i] : true;
+  }
+  if (fz_check_layout(&t, what, err))
+    return NULL;
+  for (int i = 0; i < rank; i++)
+    t.axes[i] = make_axis(f, extents[i], symbol_at(symbols, i));
+  return fz_add_input(f, name, &t);
+}
+
+fz_value *fz_fusion_add_tensor(fz_fusion *f, const char *name, fz_dtype dtype,
+                               int rank, const int64_t *extents,
+                               const char *const *symbols,
+                               const int *alloc_order, const bool *contiguous,
+                               fz_error *err) {
+  if (rank == 0) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "input: rank 0; use fz_fusion_add_scalar for scalars");
+    return NULL;
+  }
+  return add_input(f, name, dtype, rank, extents, symbols, alloc_order,
+                   contiguous, err);
+}
+
+fz_value *fz_fusion_add_scalar(fz_fusion *f, const char *name, fz_dtype dtype,
+                               fz_error *err) {
+  return add_input(f, name, dtype, 0, NULL, NULL, NULL, NULL, err);
+}
+
+/* ---- ops ---------------------------------------------------------------- */
+
+/* The opcode for a keyword of one of the wanted kinds, or -1 with err. */
+static int opcode_of(const char *op, const fz_op_kind *kinds, int num_kinds,
+                     const char *use, fz_error *err) {
+  int code = op ? fz_opcode_from_name(op, strlen(op)) : -1;
+  if (code < 0) {
+    fz_error_set(err, FZ_ERR_INVALID, "unknown op \"%s\"", op ? op : "(null)");
+    return -1;
+  }
+  for (int i = 0; i < num_kinds; i++)
+    if (fz_op_table[code].kind == kinds[i])
+      return code;
+  fz_error_set(err, FZ_ERR_INVALID, "%s is not %s", op, use);
+  return -1;
+}
+
+fz_value *fz_build_pointwise(fz_fusion *f, const char *op, int num_operands,
+                             fz_value *const *operands, fz_error *err) {
+  static const fz_op_kind kinds[] = {FZ_KIND_UNARY, FZ_KIND_BINARY,
+                                     FZ_KIND_TERNARY};
+  int code = opcode_of(op, kinds, 3, "a pointwise op", err);
+  if (code < 0)
+    return NULL;
+  if (num_operands < 0 || num_operands > 3 || (num_operands && !operands)) {
+    fz_error_set(err, FZ_ERR_INVALID, "%s: %d operands (operands %s)", op,
+                 num_operands, operands ? "given" : "NULL");
+    return NULL;
+  }
+  return fz_build(f, (fz_opcode)code, num_operands, operands, NULL, err);
+}
+
+static int cmp_int(const void *x, const void *y) {
+  int a = *(const int *)x, b = *(const int *)y;
+  return (a > b) - (a < b);
+}
+
+fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
+                             int num_dims, const int *dims, bool keepdim,
+                             fz_error *err) {
+  static const fz_op_kind kinds[] = {FZ_KIND_REDUCTION};
+  int code = opcode_of(op, kinds, 1, "a reduction", err);
+  if (code < 0)
+    return NULL;
+  if (!a) {
+    fz_error_set(err, FZ_ERR_INVALID, "%s: operand is NULL", op);
+    return NULL;
+  }
+  int rank = a->type.rank;
+  if (num_dims < 0 || num_dims > rank || (num_dims > 0 && !dims)) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "%s: %d dims for an operand of rank %d", op, num_dims, rank);
+    return NULL;
+  }
+  int sorted[FZ_MAX_RANK];
+  for (int i = 0; i < num_dims; i++) {
+    int d = dims[i] < 0 ? dims[i] + rank : dims[i];
+    if (d < 0 || d >= rank) {
+      fz_error_set(err, FZ_ERR_INVALID,
+                   "%s: dim %d is out of range for an operand of rank %d", op,
+                   dims[i], rank);
+      return NULL;
+    }
+    sorted[i] = d;
+  }
+  qsort(sorted, (size_t)num_dims, sizeof sorted[0], cmp_int);
+  for (int i = 1; i < num_dims; i++)
+    if (sorted[i] == sorted[i - 1]) {
+      fz_error_set(err, FZ_ERR_INVALID, "%s: axis %d is reduced twice", op,
+                   sorted[i]);
+      return NULL;
+    }
+  return fz_reduce(f, (fz_opcode)code, a, num_dims, sorted, keepdim, err);
+}
+
+fz_value *fz_build_expand(fz_fusion *f, fz_value *a, const int64_t *extents,
+                          const char *const *symbols, fz_error *err) {
+  if (!a) {
+    fz_error_set(err, FZ_ERR_INVALID, "expand: operand is NULL");
+    return NULL;
+  }
+  int rank = a->type.rank;
+  if (rank > 0 && !extents) {
+    fz_error_set(err, FZ_ERR_INVALID, "expand: extents is NULL");
+    return NULL;
+  }
+  /* An unnamed symbol keeps the axis; every other entry is checked as an
+   * op target. */
+  for (int i = 0; i < rank; i++) {
+    if (extents[i] == FZ_EXTENT_SYMBOL && !symbol_at(symbols, i))
+      continue;
+    if (check_extent(f, "expand: target", i, extents[i],
+                     symbol_at(symbols, i), OLD_SYMBOLS, err))
+      return NULL;
+  }
+  fz_type target = {.dtype = a->type.dtype, .rank = rank};
+  for (int i = 0; i < rank; i++) {
+    const fz_axis *from = &a->type.axes[i];
+    int64_t e = extents[i];
+    const char *sym = symbol_at(symbols, i);
+    bool keep = e == FZ_EXTENT_SYMBOL && !sym;
+    bool is_b1 = from->kind == FZ_AXIS_BROADCAST && !from->expanded;
+    if (keep || (is_b1 && (e == 1 || e == FZ_EXTENT_BROADCAST))) {
+      target.axes[i] = *from;
+    } else if (from->kind == FZ_AXIS_BROADCAST && e != FZ_EXTENT_BROADCAST) {
+      target.axes[i] = (fz_axis){.kind = FZ_AXIS_BROADCAST,
+                                 .extent = fz_const_extent(1),
+                                 .expanded = true,
+                                 .expanded_to = make_extent(f, e, sym)};
+    } else {
+      target.axes[i] = make_axis(f, e, sym);
+    }
+  }
+  return fz_expand(f, a, &target, err);
+}
+
+/* A target type for reshape and full: every entry explicit. */
+static bool target_type(fz_fusion *f, const char *what, fz_dtype dtype,
+                        int rank, const int64_t *extents,
+                        const char *const *symbols, fz_type *out,
+                        fz_error *err) {
+  if (!f) {
+    fz_error_set(err, FZ_ERR_ARGUMENT, "%s: fusion is NULL", what);
+    return false;
+  }
+  if (!check_dtype(dtype, what, err) ||
+      check_extents(f, what, rank, extents, symbols, OLD_SYMBOLS, err))
+    return false;
+  *out = (fz_type){.dtype = dtype, .rank = rank};
+  for (int i = 0; i < rank; i++)
+    out->axes[i] = make_axis(f, extents[i], symbol_at(symbols, i));
+  return true;
+}
+
+fz_value *fz_build_reshape(fz_fusion *f, fz_value *a, int rank,
+                           const int64_t *extents, const char *const *symbols,
+                           fz_error *err) {
+  if (!a) {
+    fz_error_set(err, FZ_ERR_INVALID, "reshape: operand is NULL");
+    return NULL;
+  }
+  fz_type target;
+  if (!target_type(f, "reshape: target", a->type.dtype, rank, extents,
+                   symbols, &target, err))
+    return NULL;
+  return fz_reshape(f, a, &target, err);
+}
+
+/* A double that must hold an integer of the dtype's class. */
+static bool integral(double v, const char *what, const char *which,
+                     fz_error *err) {
+  if (isfinite(v) && v == floor(v) && fabs(v) <= 9.2e18)
+    return true;
+  fz_error_set(err, FZ_ERR_INVALID,
+               "%s: %s %g is not an integer, as an integer dtype needs", what,
+               which, v);
+  return false;
+}
+
+fz_value *fz_build_full(fz_fusion *f, fz_dtype dtype, int rank,
+                        const int64_t *extents, const char *const *symbols,
+                        double value, fz_error *err) {
+  fz_scalar fill;
+  if (dtype == FZ_BOOL) {
+    fill.i = value != 0;
+  } else if (fz_dtype_is_integer(dtype)) {
+    if (!integral(value, "full", "value", err))
+      return NULL;
+    fill.i = (int64_t)value;
+  } else {
+    fill.f = value;
+  }
+  fz_type shape;
+  if (!target_type(f, "full: shape", dtype, rank, extents, symbols, &shape,
+                   err))
+    return NULL;
+  return fz_full(f, &shape, fill, err);
+}
+
+fz_value *fz_build_iota(fz_fusion *f, fz_dtype dtype, int64_t extent,
+                        const char *symbol, double start, double step,
+                        fz_error *err) {
+  fz_attrs attrs = {.has_iota_start = true, .has_iota_step = true};
+  if (fz_dtype_is_float(dtype)) {
+    attrs.iota_start.f = start;
+    attrs.iota_step.f = step;
+  } else {
+    if (!integral(start, "iota", "start", err) ||
+        !integral(step, "iota", "step", err))
+      return NULL;
+    attrs.iota_start.i = (int64_t)start;
+    attrs.iota_step.i = (int64_t)step;
+  }
+  const char *symbols[1] = {symbol};
+  fz_type shape;
+  if (!target_type(f, "iota: shape", dtype, 1, &extent, symbols, &shape, err))
+    return NULL;
+  attrs.shape = &shape;
+  return fz_build(f, FZ_OP_IOTA, 0, NULL, &attrs, err);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+const char *fz_fusion_name(const fz_fusion *f) { return f ? f->name : NULL; }
+
+int fz_fusion_num_inputs(const fz_fusion *f) { return f ? f->num_inputs : 0; }
+
+int fz_fusion_num_outputs(const fz_fusion *f) {
+  return f ? f->num_outputs : 0;
+}
+
+fz_value *fz_fusion_input(const fz_fusion *f, int index) {
+  return f && index >= 0 && index < f->num_inputs ? f->inputs[index] : NULL;
+}
+
+fz_value *fz_fusion_output(const fz_fusion *f, int index) {
+  return f && index >= 0 && index < f->num_outputs ? f->outputs[index] : NULL;
+}
+
+const char *fz_value_name(const fz_value *v) { return v ? v->name : NULL; }
+
+fz_status fz_value_set_name(fz_fusion *f, fz_value *v, const char *name,
+                            fz_error *err) {
+  if (!f || !v)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_value_set_name: fusion or value is NULL");
+  if (v->kind == FZ_VALUE_LITERAL)
+    return fz_error_set(err, FZ_ERR_INVALID, "a literal cannot be named");
+  if (!name) {
+    v->name = NULL;
+    return FZ_OK;
+  }
+  fz_status st = check_value_name(f, name, v, err);
+  if (st)
+    return st;
+  v->name = fz_arena_strdup(f->arena, name);
+  return FZ_OK;
+}
+
+fz_dtype fz_value_dtype(const fz_value *v) {
+  return v ? v->type.dtype : FZ_NUM_DTYPES;
+}
+
+int fz_value_rank(const fz_value *v) { return v ? v->type.rank : -1; }
+
+fz_status fz_value_axis(const fz_fusion *f, const fz_value *v, int axis,
+                        int64_t *extent, const char **symbol, bool *broadcast,
+                        fz_error *err) {
+  if (!f || !v)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_value_axis: fusion or value is NULL");
+  if (axis < 0 || axis >= v->type.rank)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_value_axis: axis %d is out of range for rank %d",
+                        axis, v->type.rank);
+  const fz_axis *a = &v->type.axes[axis];
+  fz_extent e = fz_axis_extent(a);
+  if (extent)
+    *extent = e.symbol >= 0 ? FZ_EXTENT_SYMBOL : e.value;
+  if (symbol)
+    *symbol = e.symbol >= 0 && e.symbol < f->num_symbols
+                  ? f->symbols[e.symbol].name
+                  : NULL;
+  if (broadcast)
+    *broadcast = a->kind == FZ_AXIS_BROADCAST;
+  return FZ_OK;
+}

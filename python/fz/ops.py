@@ -1,0 +1,498 @@
+"""The recording side of a FusionDefinition: tensor handles, fd.ops, and
+the replay of a recording into a C fusion (_Build).
+
+An op call checks what it can in Python (ranks, dims), returns a Tensor
+handle, and records a function that creates the op through the C API when
+the fusion is built for a call (see fusion.py for why building waits).
+Operands may be Tensors, Python numbers (weakly typed literals, as in
+PyTorch) or Sizes; shapes may hold ints, symbol names and Sizes.
+"""
+
+import ctypes
+
+from . import _lib
+
+# ---- dtypes ----------------------------------------------------------------
+
+_TORCH_NAMES = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int8": "i8", "bool": "bool",
+}
+
+
+def dtype_name(dtype):
+    """fz's name ("f32") for a torch dtype, or an fz name given as is."""
+    if isinstance(dtype, str):
+        if dtype in _lib.DTYPES:
+            return dtype
+        if dtype in _TORCH_NAMES:
+            return _TORCH_NAMES[dtype]
+        raise ValueError("unknown dtype %r" % dtype)
+    name = str(dtype).replace("torch.", "")
+    if name in _TORCH_NAMES:
+        return _TORCH_NAMES[name]
+    raise ValueError("dtype %r has no fz equivalent" % (dtype,))
+
+
+def _dtype_code(dtype):
+    return _lib.DTYPES[dtype_name(dtype)][0]
+
+
+def _torch_dtype(code):
+    import torch
+    name = _lib.DTYPE_NAMES[code]
+    for tname, fname in _TORCH_NAMES.items():
+        if fname == name:
+            return getattr(torch, tname)
+    raise ValueError(name)
+
+
+# ---- handles -----------------------------------------------------------------
+
+
+class Size:
+    """The run-time size of axis `axis` of `tensor`."""
+
+    def __init__(self, tensor, axis):
+        self.tensor = tensor
+        self.axis = axis
+
+    def __repr__(self):
+        return "%r.size(%d)" % (self.tensor, self.axis)
+
+
+class Tensor:
+    """A value of a fusion being defined (an input or an op's result).
+    Arithmetic operators map to fd.ops (x + y is fd.ops.add(x, y))."""
+
+    def __init__(self, fd, index, ndim, what):
+        self.fd = fd
+        self.index = index
+        self.ndim = ndim
+        self.what = what
+
+    def __repr__(self):
+        return "<fz.Tensor %d: %s, rank %d>" % (self.index, self.what, self.ndim)
+
+    def size(self, axis):
+        if not -self.ndim <= axis < self.ndim:
+            raise IndexError("axis %d of a rank-%d tensor" % (axis, self.ndim))
+        return Size(self, axis % self.ndim)
+
+    @property
+    def shape(self):
+        return [Size(self, a) for a in range(self.ndim)]
+
+    def __add__(self, o): return self.fd.ops.add(self, o)
+    def __radd__(self, o): return self.fd.ops.add(o, self)
+    def __sub__(self, o): return self.fd.ops.sub(self, o)
+    def __rsub__(self, o): return self.fd.ops.sub(o, self)
+    def __mul__(self, o): return self.fd.ops.mul(self, o)
+    def __rmul__(self, o): return self.fd.ops.mul(o, self)
+    def __truediv__(self, o): return self.fd.ops.div(self, o)
+    def __rtruediv__(self, o): return self.fd.ops.div(o, self)
+    def __pow__(self, o): return self.fd.ops.pow(self, o)
+    def __rpow__(self, o): return self.fd.ops.pow(o, self)
+    def __neg__(self): return self.fd.ops.neg(self)
+    def __abs__(self): return self.fd.ops.abs(self)
+
+
+# ---- building the C fusion ---------------------------------------------------
+
+
+class _Build:
+    """One replay of the recording into a C fusion, for one pattern of
+    symbols. sizes maps symbol names to this call's sizes (for Size
+    operands, which are baked in; deps lists the symbols so used)."""
+
+    def __init__(self, lib, fusion, sizes, static):
+        self.lib = lib
+        self.fusion = fusion
+        self.sizes = sizes
+        self.static = static
+        self.values = {}
+        self.deps = []
+        self.err = _lib.Error()
+
+    def check(self, ptr, what):
+        if not ptr:
+            _lib.raise_error(self.err, what)
+        return ptr
+
+    def check_status(self, status, what):
+        if status != _lib.FZ_OK:
+            _lib.raise_error(self.err, what)
+
+    def axis(self, value, axis):
+        """(extent code or constant, symbol name or None, broadcast)."""
+        extent = ctypes.c_int64()
+        symbol = ctypes.c_char_p()
+        broadcast = ctypes.c_bool()
+        self.check_status(self.lib.fz_value_axis(
+            self.fusion, value, axis, ctypes.byref(extent),
+            ctypes.byref(symbol), ctypes.byref(broadcast),
+            ctypes.byref(self.err)), "axis")
+        name = symbol.value.decode() if symbol.value else None
+        return extent.value, name, broadcast.value
+
+    def size_value(self, size):
+        """The concrete size a Size stands for in this call."""
+        extent, name, _ = self.axis(self.values[size.tensor.index], size.axis)
+        if extent >= 0:
+            return extent
+        if name not in self.deps:
+            self.deps.append(name)
+        return self.sizes[name]
+
+    def size_extent(self, size):
+        """A Size as an extent entry: (code, symbol name)."""
+        extent, name, broadcast = self.axis(self.values[size.tensor.index],
+                                            size.axis)
+        if broadcast and extent == 1:
+            return 1, None
+        return extent, name
+
+    def extents(self, shape, what):
+        """Extent codes and symbol names for a shape of ints, strings and
+        Sizes; -1 (infer) is resolved by the caller."""
+        codes, names = [], []
+        for e in shape:
+            if isinstance(e, Size):
+                c, n = self.size_extent(e)
+            elif isinstance(e, str):
+                c, n = _lib.FZ_EXTENT_SYMBOL, e
+            elif isinstance(e, int) and e >= 0:
+                c, n = e, None
+            else:
+                raise ValueError("%s: extent %r is not a size, a symbol name "
+                                 "or a Size" % (what, e))
+            codes.append(c)
+            names.append(n)
+        return codes, names
+
+    def value(self, x):
+        """The C value of an operand: a Tensor, a Python number (a weak
+        literal, as in PyTorch) or a Size (its value, baked in)."""
+        lib = self.lib
+        if isinstance(x, Tensor):
+            return self.values[x.index]
+        if isinstance(x, Size):
+            return lib.fz_literal_int(self.fusion, self.size_value(x))
+        if isinstance(x, bool):
+            return lib.fz_literal_bool(self.fusion, x)
+        if isinstance(x, int):
+            return lib.fz_literal_int(self.fusion, x)
+        if isinstance(x, float):
+            return lib.fz_literal_float(self.fusion, x)
+        raise TypeError("operand %r is not an fz.Tensor, a number or a Size"
+                        % (x,))
+
+
+class _NeedStatic(Exception):
+    """A reshape needs extent arithmetic that symbols cannot express
+    ([N, K] -> [N*K]): the fusion is rebuilt with fixed sizes."""
+
+
+def _rank(x):
+    return x.ndim if isinstance(x, Tensor) else 0
+
+
+def _norm_dims(dims, ndim, what):
+    out = []
+    for d in dims:
+        if not isinstance(d, int) or not -ndim <= d < ndim:
+            raise ValueError("%s: dim %r is out of range for rank %d"
+                             % (what, d, ndim))
+        out.append(d % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("%s: repeated dim in %r" % (what, dims))
+    return out
+
+
+class Ops:
+    """fd.ops: every op fz has, with nvFuser's names where they differ
+    (maximum/minimum are binary; max/min, like amax/amin, reduce)."""
+
+    _UNARY = ["neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
+              "reciprocal", "sin", "cos", "tanh", "sigmoid", "erf", "relu",
+              "gelu", "silu", "floor", "ceil", "round", "isnan"]
+    _BINARY = ["add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "le",
+               "gt", "ge"]
+    _ALIASES = {"logical_not": "not", "maximum": "max", "minimum": "min",
+                "remainder": "mod", "logical_and": "and", "logical_or": "or",
+                "bitwise_not": "not"}
+
+    def __init__(self, fd):
+        self._fd = fd
+
+    def __getattr__(self, name):
+        if name in Ops._UNARY:
+            return lambda x: self._pointwise(name, [x])
+        if name in Ops._BINARY:
+            return lambda a, b: self._pointwise(name, [a, b])
+        if name in Ops._ALIASES:
+            op = Ops._ALIASES[name]
+            if op == "not":
+                return lambda x: self._pointwise(op, [x])
+            return lambda a, b: self._pointwise(op, [a, b])
+        raise AttributeError("fz has no op %r" % name)
+
+    # -- pointwise, with PyTorch's broadcasting of lower-rank operands
+
+    def _pointwise(self, op, operands):
+        fd = self._fd
+        for x in operands:
+            if isinstance(x, Tensor) and x.fd is not fd:
+                raise ValueError("%s: operand from another FusionDefinition" % op)
+        ndim = max(_rank(x) for x in operands)
+
+        def build(b):
+            vals = []
+            for x in operands:
+                v = b.value(x)
+                r = _rank(x)
+                if 0 < r < ndim:  # right-aligned, as PyTorch broadcasts
+                    dims = _lib.ints(range(ndim - r))
+                    v = b.check(b.lib.fz_broadcast(b.fusion, v, ndim - r, dims,
+                                                   ctypes.byref(b.err)), op)
+                vals.append(v)
+            return b.lib.fz_build_pointwise(b.fusion, op.encode(), len(vals),
+                                            _lib.pointers(vals),
+                                            ctypes.byref(b.err))
+        return fd._record(ndim, op, build)
+
+    def where(self, cond, a, b):
+        return self._pointwise("where", [cond, a, b])
+
+    def fma(self, a, b, c):
+        return self._pointwise("fma", [a, b, c])
+
+    def clamp(self, x, min, max):
+        return self._pointwise("clamp", [x, min, max])
+
+    # -- reductions
+
+    def _reduce(self, op, x, dims, keepdim, dtype=None):
+        if dtype is not None:  # as torch.sum(x, dtype=...): cast, then reduce
+            x = self.cast(x, dtype)
+        if dims is None:
+            dims = list(range(x.ndim))
+        if isinstance(dims, int):
+            dims = [dims]
+        dims = _norm_dims(dims, x.ndim, op)
+        ndim = x.ndim if keepdim else x.ndim - len(dims)
+
+        def build(b):
+            return b.lib.fz_build_reduction(
+                b.fusion, op.encode(), b.value(x), len(dims), _lib.ints(dims),
+                keepdim, ctypes.byref(b.err))
+        return self._fd._record(ndim, op, build)
+
+    def sum(self, x, dims=None, keepdim=False, dtype=None):
+        return self._reduce("sum", x, dims, keepdim, dtype)
+
+    def prod(self, x, dims=None, keepdim=False, dtype=None):
+        return self._reduce("prod", x, dims, keepdim, dtype)
+
+    def amax(self, x, dims=None, keepdim=False, dtype=None):
+        return self._reduce("amax", x, dims, keepdim, dtype)
+
+    def amin(self, x, dims=None, keepdim=False, dtype=None):
+        return self._reduce("amin", x, dims, keepdim, dtype)
+
+    max = amax
+    min = amin
+
+    def mean(self, x, dims=None, keepdim=False):
+        """sum / (number of elements reduced), as torch.mean: the count is
+        baked into the fusion, which is rebuilt per distinct count."""
+        if dims is None:
+            dims = list(range(x.ndim))
+        if isinstance(dims, int):
+            dims = [dims]
+        dims = _norm_dims(dims, x.ndim, "mean")
+        s = self._reduce("sum", x, dims, keepdim)
+        count = [Size(x, d) for d in dims]
+        fd = self._fd
+
+        def build(b):
+            n = 1
+            for c in count:
+                n *= b.size_value(c)
+            return b.lib.fz_build_pointwise(
+                b.fusion, b"div", 2,
+                _lib.pointers([b.values[s.index],
+                               b.lib.fz_literal_int(b.fusion, n)]),
+                ctypes.byref(b.err))
+        return fd._record(s.ndim, "mean", build)
+
+    # -- casts and shape ops
+
+    def cast(self, x, dtype):
+        code = _dtype_code(dtype)
+
+        def build(b):
+            return b.lib.fz_cast(b.fusion, b.value(x), code, ctypes.byref(b.err))
+        return self._fd._record(_rank(x), "cast", build)
+
+    def set(self, x):
+        return self._fd._record(x.ndim, "set", lambda b: b.lib.fz_set(
+            b.fusion, b.value(x), ctypes.byref(b.err)))
+
+    def broadcast(self, x, dims):
+        """Inserts size-1 (b1) axes: `dims` are their positions in the
+        result, or (nvFuser's form) one bool per result axis, True where
+        an axis is new."""
+        dims = list(dims)
+        if dims and all(isinstance(d, bool) for d in dims):
+            if len(dims) - sum(dims) != x.ndim:
+                raise ValueError("broadcast: %d False entries for a rank-%d "
+                                 "operand" % (len(dims) - sum(dims), x.ndim))
+            dims = [i for i, d in enumerate(dims) if d]
+        ndim = x.ndim + len(dims)
+        dims = sorted(_norm_dims(dims, ndim, "broadcast"))
+
+        def build(b):
+            return b.lib.fz_broadcast(b.fusion, b.value(x), len(dims),
+                                      _lib.ints(dims), ctypes.byref(b.err))
+        return self._fd._record(ndim, "broadcast", build)
+
+    def broadcast_in_dim(self, x, shape, broadcast_dims):
+        """nvFuser's broadcast_in_dim: input axis i becomes result axis
+        broadcast_dims[i]; the other result axes are new, and are expanded
+        to `shape` where it gives a size other than 1 or -1."""
+        shape = list(shape)
+        if len(broadcast_dims) != x.ndim:
+            raise ValueError("broadcast_in_dim: %d broadcast_dims for a "
+                             "rank-%d operand" % (len(broadcast_dims), x.ndim))
+        kept = _norm_dims(list(broadcast_dims), len(shape), "broadcast_in_dim")
+        new = [d for d in range(len(shape)) if d not in kept]
+        y = self.broadcast(x, new) if new else x
+        if all(isinstance(shape[d], int) and shape[d] in (1, -1) for d in new):
+            return y
+        return self.expand(y, [shape[d] if d in new else -1
+                               for d in range(len(shape))])
+
+    def squeeze(self, x, dims):
+        if isinstance(dims, int):
+            dims = [dims]
+        dims = sorted(_norm_dims(list(dims), x.ndim, "squeeze"))
+
+        def build(b):
+            return b.lib.fz_squeeze(b.fusion, b.value(x), len(dims),
+                                    _lib.ints(dims), ctypes.byref(b.err))
+        return self._fd._record(x.ndim - len(dims), "squeeze", build)
+
+    def permute(self, x, dims):
+        dims = _norm_dims(list(dims), x.ndim, "permute")
+        if len(dims) != x.ndim:
+            raise ValueError("permute: %d dims for rank %d" % (len(dims), x.ndim))
+
+        def build(b):
+            return b.lib.fz_permute(b.fusion, b.value(x), _lib.ints(dims),
+                                    ctypes.byref(b.err))
+        return self._fd._record(x.ndim, "permute", build)
+
+    def expand(self, x, shape):
+        """To `shape` (one entry per axis; -1 keeps the axis, as in
+        torch.Tensor.expand): only size-1 (b1) axes grow."""
+        shape = list(shape)
+        if len(shape) != x.ndim:
+            raise ValueError("expand: %d sizes for rank %d" % (len(shape), x.ndim))
+
+        def build(b):
+            codes, names = [], []
+            for e in shape:
+                if isinstance(e, int) and e == -1:
+                    codes.append(_lib.FZ_EXTENT_SYMBOL)
+                    names.append(None)
+                else:
+                    c, n = b.extents([e], "expand")
+                    codes.append(c[0])
+                    names.append(n[0])
+            return b.lib.fz_build_expand(b.fusion, b.value(x),
+                                         _lib.int64s(codes),
+                                         _lib.strings(names),
+                                         ctypes.byref(b.err))
+        return self._fd._record(x.ndim, "expand", build)
+
+    def reshape(self, x, new_shape):
+        """Row-major reshape, like torch.reshape. One entry may be -1: it is
+        inferred when the other entries leave exactly one symbol (or only
+        constants) of the operand's extents."""
+        new_shape = list(new_shape)
+        if sum(1 for e in new_shape if isinstance(e, int) and e == -1) > 1:
+            raise ValueError("reshape: more than one -1 in %r" % (new_shape,))
+
+        def build(b):
+            v = b.value(x)
+            known = [e for e in new_shape if not (isinstance(e, int) and e == -1)]
+            codes, names = b.extents(known, "reshape")
+            if len(known) < len(new_shape):
+                code, name = _infer_extent(b, v, x.ndim, codes, names)
+                at = next(i for i, e in enumerate(new_shape)
+                          if isinstance(e, int) and e == -1)
+                codes.insert(at, code)
+                names.insert(at, name)
+            r = b.lib.fz_build_reshape(b.fusion, v, len(codes),
+                                       _lib.int64s(codes), _lib.strings(names),
+                                       ctypes.byref(b.err))
+            if not r and not b.static:
+                raise _NeedStatic(b.err.message.decode())
+            return r
+        return self._fd._record(len(new_shape), "reshape", build)
+
+    def full(self, shape, fill_value, dtype):
+        shape = list(shape)
+        code = _dtype_code(dtype)
+
+        def build(b):
+            codes, names = b.extents(shape, "full")
+            return b.lib.fz_build_full(b.fusion, code, len(codes),
+                                       _lib.int64s(codes), _lib.strings(names),
+                                       float(fill_value), ctypes.byref(b.err))
+        return self._fd._record(len(shape), "full", build)
+
+    def iota(self, length, start=0, step=1, dtype="i64"):
+        code = _dtype_code(dtype)
+
+        def build(b):
+            codes, names = b.extents([length], "iota")
+            return b.lib.fz_build_iota(b.fusion, code, codes[0],
+                                       None if names[0] is None
+                                       else names[0].encode(),
+                                       float(start), float(step),
+                                       ctypes.byref(b.err))
+        return self._fd._record(1, "iota", build)
+
+
+def _infer_extent(b, v, ndim, codes, names):
+    """The extent a -1 in a reshape stands for: the operand's extents
+    divided by the target's known ones, when that leaves one symbol or a
+    constant."""
+    def fail(why):
+        if b.static:
+            return ValueError("reshape: cannot infer -1: " + why)
+        return _NeedStatic(why)
+
+    const, syms = 1, []
+    for a in range(ndim):
+        e, n, _ = b.axis(v, a)
+        if e >= 0:
+            const *= e
+        else:
+            syms.append(n)
+    for c, n in zip(codes, names):
+        if c >= 0:
+            if c == 0 or const % c:
+                raise fail("the constant extents do not divide")
+            const //= c
+        elif n in syms:
+            syms.remove(n)
+        else:
+            raise fail("symbol %s is not an extent of the operand" % n)
+    if not syms:
+        return const, None
+    if len(syms) == 1 and const == 1:
+        return _lib.FZ_EXTENT_SYMBOL, syms[0]
+    raise fail("the operand's extents leave more than one symbol")
