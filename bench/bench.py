@@ -48,8 +48,57 @@ def workloads():
             return [x], lambda x: x.sum(dim=dim), 4 * (x.numel() + out)
         return build
 
+    def norm(kind, m, n, dtype=torch.float32):
+        """Normalizations of issue 5, written as PyTorch runs them."""
+        def build():
+            x = rand(m, n, dtype=dtype)
+            size = x.element_size()
+            if kind == "softmax":
+                return [x], lambda x: torch.softmax(x, -1), 2 * m * n * size
+            if kind == "layer_norm":
+                w, b = rand(n), rand(n)
+                fn = lambda x, w, b: torch.native_layer_norm(x, [n], w, b, 1e-5)
+                return [x, w, b], fn, 2 * m * n * size + 8 * m + 8 * n
+            if kind == "rms_norm":
+                w = rand(n, dtype=dtype)
+                def fn(x, w):
+                    xf = x.float()
+                    r = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+                    return (xf * r * w.float()).to(dtype)
+                return [x, w], fn, 2 * m * n * size + n * size
+            if kind == "layer_norm_backward":
+                g = rand(m, n, dtype=dtype)
+                mean = rand(m, 1)
+                rstd = torch.rand(m, 1, device="cuda") + 0.5
+                w, b = rand(n, dtype=dtype), rand(n, dtype=dtype)
+                fn = lambda g, x, mean, rstd, w, b: torch.ops.aten.native_layer_norm_backward(
+                    g, x, [n], mean, rstd, w, b, [True, True, True])
+                return [g, x, mean, rstd, w, b], fn, 3 * m * n * size + 3 * n * size + 8 * m
+            raise ValueError(kind)
+        return build
+
+    T = "../../test/gpu/"
     M, N = 16384, 36864
     return [
+        ("layer norm backward 2048x8192 f32 (seed 000)", T + "norm_layer_norm_backward.fz",
+         "M=2048,N=8192", norm("layer_norm_backward", 2048, 8192)),
+        ("layer norm forward 2048x8192 f32", T + "norm_layer_norm.fz", "M=2048,N=8192",
+         norm("layer_norm", 2048, 8192)),
+        ("softmax 2048x8192 f32", T + "norm_softmax.fz", "M=2048,N=8192",
+         norm("softmax", 2048, 8192)),
+        ("RMS norm forward bf16 16384x8192", T + "norm_rms_norm_bf16.fz", "M=16384,N=8192",
+         norm("rms_norm", 16384, 8192, torch.bfloat16)),
+        ("layer norm backward 8192x4096 f32", T + "norm_layer_norm_backward.fz",
+         "M=8192,N=4096", norm("layer_norm_backward", 8192, 4096)),
+        ("layer norm backward 32768x1024 f32", T + "norm_layer_norm_backward.fz",
+         "M=32768,N=1024", norm("layer_norm_backward", 32768, 1024)),
+        ("layer norm backward 2048x8192 bf16", T + "norm_layer_norm_backward_bf16.fz",
+         "M=2048,N=8192", norm("layer_norm_backward", 2048, 8192, torch.bfloat16)),
+        ("layer norm backward 16384x8192 bf16", T + "norm_layer_norm_backward_bf16.fz",
+         "M=16384,N=8192", norm("layer_norm_backward", 16384, 8192, torch.bfloat16)),
+        ("softmax bf16 16384x8192", T + "norm_softmax_bf16.fz", "M=16384,N=8192",
+         norm("softmax", 16384, 8192, torch.bfloat16)),
+    ] + [
         ("gelu(x*2+1) 2^28 f32", "gelu.fz", "N=268435456", gelu),
         ("[8192,8192]+[8192] f32", "broadcast_add.fz", "M=8192,N=8192", broadcast_add),
         ("PlayGround: [16384,36864] col-major, sum dim 1", "sum_rows_colmajor.fz",

@@ -140,11 +140,18 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
   int64_t bx = 32;
   if (bx > pow2_ceil(kept))
     bx = pow2_ceil(kept);
-  /* 512 threads: when the kept space is narrow, more of them walk R, so
-   * fewer splits are needed and the last block's finish stays short */
-  int64_t by = 512 / bx;
+  /* A warp spans 512 contiguous bytes of a row and 8 warps walk R (measured
+   * best on [36864, 16384]). When the kept space is only a few warps wide,
+   * up to 512 threads walk R instead, so fewer splits are needed and the
+   * last block's finish stays short. When R is short, each thread walks
+   * all of it alone, like a pointwise kernel with an in-register sum. */
+  int64_t by = bx == 32 && cdiv(kept, bx) > 8 ? 8 : 512 / bx;
   if (by > 128)
     by = 128;
+  if (rlen <= 32) {
+    by = 1;
+    bx = pow2_ceil(kept) < 256 ? pow2_ceil(kept) : 256;
+  }
   if (by > pow2_ceil(rlen))
     by = pow2_ceil(rlen);
   if (by < 1)
@@ -165,7 +172,10 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
   }
   p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
   int64_t per_thread = cdiv(rlen, by * p->split);
-  p->unroll = per_thread >= 4 ? 4 : per_thread >= 2 ? 2 : 1;
+  p->unroll = per_thread >= 8 && rlen <= 32 ? 8
+              : per_thread >= 4             ? 4
+              : per_thread >= 2             ? 2
+                                            : 1;
   p->threads = (int)(bx * by);
   p->blocks = p->grid_x * p->split;
 }
