@@ -1,37 +1,41 @@
 /* persistent.c - the kernel of a persistent normalization plan (softmax,
  * layer norm, RMS norm, and the row half of their backwards), as a script:
  *
- *   entry:  the thread's position (tx, ty) and its groups g_k = tx +
- *           k * block_x, k < persistent (a group past the row's end is
- *           clamped to group 0 and marked inactive), their R coordinates
- *           and offset terms, once for every row the thread will see; the
- *           CONST nodes once; the COLC nodes (a weight row) once per group;
- *           the column accumulators set to identities;
+ *   entry:  a guard that the row length is what the groups cover (else
+ *           trap); the thread's position (tx, ty) and its groups g_k =
+ *           tx + k * block_x, k < persistent (only the last may pass the
+ *           row's end: it is clamped to group 0 and marked inactive),
+ *           their R coordinates and offset terms, once for every row the
+ *           thread will see; the CONST nodes once; for inner-outer plans,
+ *           whose blocks walk many rows, the COLC nodes (a weight row)
+ *           once per group; the column accumulators set to identities;
  *   tiles:  for (tile = ctaid.x; tile < ceil(kept / block_y); tile +=
  *           nctaid.x) the row tile * block_y + ty (a row past the end is
  *           clamped to the last one: its loads stay in bounds and its
  *           threads still meet the row's shuffles and barriers);
  *     1. the row's loads, every group at once: the only pass over the
  *        row's memory;
- *     2. rounds p = 0 .. phases-1: the nodes the row REDUCE nodes of phase
- *        p+1 need, computed from registers; the groups and lanes of the
- *        thread accumulated (inactive groups give the identity), then an
- *        all-reduce over the row's block_x threads: combine.c's butterfly
+ *     2. rounds r = 0 .. phases: in round r, what becomes ready in it is
+ *        used at once: column partials accumulated and stores issued for
+ *        the values of phase r (a row past the end stores nothing and
+ *        accumulates nothing; full-space stores only for groups inside
+ *        the row, row-space ones by tx == 0); then, for r < phases, the
+ *        row REDUCE nodes of phase r + 1: the thread's groups and lanes
+ *        accumulated (an inactive group gives the identity), an
+ *        all-reduce over the row's block_x threads (combine.c's butterfly
  *        and, across warps, its shared-memory step, then one shuffle from
- *        lane 0 so that every thread of the row has the row value, which
- *        is rounded to the node's dtype as the interpreter rounds it;
- *     3. the epilogue, for a row inside the space: per group, the nodes
- *        still to compute, the column partials, the full-space stores
- *        (inside the row); the row-space stores by tx == 0;
+ *        lane 0 so that every thread of the row has the value), rounded
+ *        to the node's dtype as the interpreter rounds it;
  *   columns (INNER_OUTER only): persistent_columns.c.
  *
- * Nodes are computed on demand (each at most once per row and group),
- * so a node is computed in the round that first needs it and values that
- * only the epilogue reads are not live across the rounds' barriers. Which
- * values are computed how often comes from what they vary along
- * (persistent.h), not only from the plan's flags. Rounds alternate
- * between two halves of the shared scratch, so one barrier per round is
- * enough; an odd number of rounds adds one at the end of the tile.
+ * Nodes are computed on demand, each at most once per row and group, in
+ * the round that first needs it, so that a value dies as early as it can
+ * and few are live across a round's barrier. How often a node is computed
+ * comes from what it varies along (persistent.h), not only from the
+ * plan's flags: rstd * rstd is computed once per row, not per element.
+ * Rounds alternate between two halves of the shared scratch, so one
+ * barrier per round is enough; an odd number of rounds adds one at the
+ * end of the tile.
  */
 #include "persistent.h"
 
@@ -39,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- checking the plan ------------------------------------------------- */
+/* ---- checking the plan --------------------------------------------------- */
 
 static bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -230,7 +234,7 @@ enum { VARY_KEPT = 1, VARY_R = 2 };
 static bool classify(pers *s) {
   const fz_plan *p = s->p;
   fz_emit *e = &s->k->e;
-  unsigned char *vary = calloc((size_t)p->num_nodes, 1);
+  unsigned char *vary = calloc((size_t)p->num_nodes + 1, 1);
   if (!vary) {
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
     return false;
@@ -360,8 +364,7 @@ static bool eval_full(pers *s, int i, int k) {
   return true;
 }
 
-/* ---- setup ----------------------------------------------------------------
- */
+/* ---- setup --------------------------------------------------------------- */
 
 static bool setup(pers *s, fz_kernel *k) {
   fz_emit *e = &k->e;
@@ -499,8 +502,7 @@ static bool guard_row_length(pers *s) {
   return !e->failed;
 }
 
-/* ---- entry ------------------------------------------------------------------
- */
+/* ---- entry --------------------------------------------------------------- */
 
 static bool entry(pers *s) {
   fz_kernel *k = s->k;
@@ -607,8 +609,7 @@ static bool entry(pers *s) {
   return !e->failed;
 }
 
-/* ---- a row ----------------------------------------------------------------
- */
+/* ---- a row --------------------------------------------------------------- */
 
 static void row_start(pers *s, LLVMValueRef row) {
   fz_kernel *k = s->k;

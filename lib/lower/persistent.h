@@ -1,18 +1,20 @@
 /* persistent.h - private to lib/lower: the state of a persistent kernel,
- * shared by its row half (persistent.c: rows held in registers, phases,
- * the epilogue) and its column half (persistent_columns.c: block partials
+ * shared by its row half (persistent.c: rows held in registers, the
+ * rounds, stores) and its column half (persistent_columns.c: block partials
  * of column reductions, the grid barrier, the final column pass).
  *
  * Every node lives in one of five spaces, decided from what it varies
  * along, not only from the plan's flags: a full-space node that only
- * reads row-constant data (rstd * rstd) is computed once per row, one
- * that only reads column-constant data (a weight) once per thread.
+ * reads row-constant data (rstd * rstd) is computed once per row, not
+ * once per element.
  *   CONST   varies along nothing (literals, scalar inputs): once, in the
  *           entry block, one lane;
  *   ROW     constant along R (row REDUCE nodes, mean/rstd, post nodes):
  *           once per row, one lane;
  *   COLC    constant along the kept axes, not a column node (a weight
- *           row): once per thread, for each of its groups, in the entry;
+ *           row): for inner-outer plans, whose blocks walk many rows, once
+ *           per thread and group, in the entry; for inner plans (a block
+ *           mostly has one row) where first used, like FULL;
  *   FULL    varies along both: per row, per group, per lane;
  *   COLUMN  node->column (column REDUCE nodes and what follows them):
  *           in the final column pass.

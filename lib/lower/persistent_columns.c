@@ -49,7 +49,7 @@ static fz_dtype col_acc(const pers *s, int j) {
   return fz_reduce_acc_dtype(s->p->nodes[s->colnode[j]].dtype);
 }
 
-/* ---- 1. across ty ------------------------------------------------------- */
+/* ---- 1. across ty -------------------------------------------------------- */
 
 static size_t widest_acc(const pers *s) {
   size_t w = 0;
@@ -109,8 +109,7 @@ static bool block_partials(pers *s, LLVMValueRef *vals) {
   return !e->failed;
 }
 
-/* ---- 2. the workspace -----------------------------------------------------
- */
+/* ---- 2. the workspace ---------------------------------------------------- */
 
 typedef struct wspace {
   LLVMValueRef blocks;                          /* gridDim.x, i64 */
@@ -216,8 +215,7 @@ static bool publish(pers *s, const wspace *w, LLVMValueRef *vals) {
   return !e->failed;
 }
 
-/* ---- 3. the grid barrier ----------------------------------------------------
- */
+/* ---- 3. the grid barrier ------------------------------------------------- */
 
 static void grid_barrier(pers *s) {
   fz_kernel *k = s->k;

@@ -142,20 +142,26 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
 
   int64_t rows = fz_plan_kept_points(p);
   int64_t groups = fz_plan_reduced_points(p) / v;
+  if (groups < 1 || rows < 1)
+    return fz_dag_decline(d, "an empty row or no rows");
+  /* Registers per thread that scale with the row: every tensor that varies
+   * along it, plus one accumulator per column reduction (they live across
+   * all the rows a block processes). Widen the block until they fit in
+   * about 128 registers, leaving room for the rest. */
+  int columns = 0;
+  for (int i = 0; i < p->num_nodes; i++)
+    columns += p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column;
+  int per_element = (full_loads ? full_loads : 1) + columns;
   int64_t bx = groups < 32 ? pow2_ceil(groups) : 32;
-  while (cdiv(groups, bx) > 8 && bx < 1024)
+  while ((cdiv(groups, bx) > 8 || cdiv(groups, bx) * v * per_element > 128) &&
+         bx < 1024)
     bx *= 2;
   int64_t per_thread = cdiv(groups, bx);
-  if (per_thread > 16)
+  if (per_thread * v * per_element > 160)
     return fz_dag_decline(d,
-                          "a row of %lld elements does not fit in the "
+                          "%d row tensors of %lld elements do not fit in the "
                           "registers of one block",
-                          (long long)fz_plan_reduced_points(p));
-  if (per_thread * v * (full_loads ? full_loads : 1) > 128)
-    return fz_dag_decline(d,
-                          "%d row tensors of %lld elements do not fit in "
-                          "registers",
-                          full_loads, (long long)fz_plan_reduced_points(p));
+                          per_element, (long long)fz_plan_reduced_points(p));
   int64_t by = bx < 128 ? 128 / bx : 1;
   if (by > pow2_ceil(rows))
     by = pow2_ceil(rows);
@@ -284,6 +290,19 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
       has_full_use |= o->kind == FZ_NODE_REDUCE && o->post && !n->post &&
                       !n->column;
     }
+  }
+  /* A column sum feeding the full space would need every row before any
+   * row could finish: not a single pass. It happens when the layouts
+   * disagree on which axis is innermost (grad column-major, x row-major). */
+  for (int i = 0; i < d->num_nodes; i++) {
+    const fz_plan_node *n = &d->nodes[i];
+    if (n->column || n->post)
+      continue;
+    for (int k = 0; k < n->num_operands; k++)
+      if (d->nodes[n->operands[k]].column)
+        return fz_dag_decline(d, "a column reduction is used back in the full "
+                                 "space (inputs disagree on the innermost "
+                                 "axis)");
   }
   if (!has_columns && !has_full_use)
     return fz_dag_decline(d, "no reduction is used back in its rows (a plain "

@@ -1,0 +1,594 @@
+/* test_lower_persistent.c - lib/lower: persistent normalization plans
+ * (softmax, layer norm, RMS norm, and the inner-outer kernel of their
+ * backwards, seed 000) to LLVM IR and PTX.
+ *
+ * The plans come from fz_schedule on parsed fusions, with the problem made
+ * up as fuse-opt does it (every tensor dense in its declared layout,
+ * 16-byte aligned, an H200). Each test checks what its situation needs:
+ * the row read once (as many 16-byte loads as the thread holds groups,
+ * none after the rounds), butterfly shuffles, shared memory and barriers
+ * across warps, a weight row read once for all rows, row outputs written
+ * once per row, and for inner-outer plans the column partials' tree, the
+ * grid barrier (fence, atom.global.add on the counter, volatile spin on
+ * the generation) and the final pass's volatile reads; the parameters
+ * match the launcher's count; the PTX assembles with ptxas -arch=sm_90
+ * (a SKIP line where ptxas is missing).
+ */
+#include "lower_util.h"
+
+#include "sched/plan.h"
+
+/* ---- plans from the scheduler -------------------------------------------- */
+
+enum { MAX_TENSORS = 16 };
+
+typedef struct scheduled {
+  fz_fusion *f;
+  fz_arena *arena;
+  int64_t symbols[32];
+  fz_tensor_desc in[MAX_TENSORS], out[MAX_TENSORS];
+  fz_problem pb;
+  fz_plan *plan;
+} scheduled;
+
+/* Dense in the declared layout (row-major when none), as fuse-opt does. */
+static void describe(const fz_value *v, const int64_t *symbols,
+                     fz_tensor_desc *d) {
+  const fz_type *t = &v->type;
+  *d = (fz_tensor_desc){.dtype = t->dtype, .rank = t->rank, .align = 16};
+  int64_t stride = 1;
+  for (int p = t->rank - 1; p >= 0; p--) {
+    int axis = t->has_layout ? t->alloc_order[p] : p;
+    d->sizes[axis] = fz_axis_size(&t->axes[axis], symbols);
+    d->strides[axis] = stride;
+    stride *= d->sizes[axis] > 1 ? d->sizes[axis] : 1;
+  }
+}
+
+/* binds: "M=8,N=1000"; unbound symbols are 8. */
+static fz_plan *schedule_fusion(scheduled *s, fz_fusion *f, const char *binds) {
+  memset(s, 0, sizeof *s);
+  s->f = f;
+  s->arena = fz_arena_create();
+  ck_assert_int_le(s->f->num_symbols, 32);
+  for (int i = 0; i < s->f->num_symbols; i++)
+    s->symbols[i] = 8;
+  for (const char *p = binds; p && *p;) {
+    char name[32];
+    long long v;
+    int used = 0;
+    ck_assert_int_eq(sscanf(p, "%31[^=]=%lld%n", name, &v, &used), 2);
+    int sym = fz_fusion_find_symbol(s->f, name);
+    ck_assert_int_ge(sym, 0);
+    s->symbols[sym] = v;
+    p += used;
+    if (*p == ',')
+      p++;
+  }
+  ck_assert_int_le(s->f->num_inputs, MAX_TENSORS);
+  ck_assert_int_le(s->f->num_outputs, MAX_TENSORS);
+  for (int i = 0; i < s->f->num_inputs; i++)
+    describe(s->f->inputs[i], s->symbols, &s->in[i]);
+  for (int i = 0; i < s->f->num_outputs; i++)
+    describe(s->f->outputs[i], s->symbols, &s->out[i]);
+  s->pb = (fz_problem){.fusion = s->f,
+                       .inputs = s->in,
+                       .outputs = s->out,
+                       .symbols = s->symbols,
+                       .device = fz_device_info_default(90)};
+  fz_error err = {0};
+  fz_status st = fz_schedule(&s->pb, s->arena, &s->plan, &err);
+  ck_assert_msg(st == FZ_OK, "scheduling failed: %s", err.message);
+  return s->plan;
+}
+
+static fz_plan *schedule(scheduled *s, const char *text, const char *binds) {
+  return schedule_fusion(s, test_parse(text), binds);
+}
+
+static void scheduled_free(scheduled *s) {
+  fz_arena_destroy(s->arena);
+  fz_fusion_destroy(s->f);
+}
+
+/* Lowers, checks the parameter count against the launcher's, compiles to
+ * PTX; the caller frees both. */
+static char *lower_to_ptx(const fz_plan *p, lowered *l) {
+  *l = lower_ok(p);
+  LLVMValueRef fn = LLVMGetNamedFunction(l->mod, p->kernel_name);
+  ck_assert_ptr_nonnull(fn);
+  ck_assert_int_eq((int)LLVMCountParams(fn), fz_plan_num_params(p));
+  char *ptx = to_ptx(l);
+  ck_assert_ptr_nonnull(ptx);
+  return ptx;
+}
+
+/* The PTX from the first line containing `from` to the end. */
+static const char *after(const char *ptx, const char *from) {
+  const char *at = strstr(ptx, from);
+  ck_assert_msg(report(at != NULL, ptx), "no '%s'", from);
+  return at;
+}
+
+/* The text of basic block `label` in printed IR (up to the blank line
+ * that ends it); malloc'd. */
+static char *block_text(const char *ir, const char *label) {
+  char head[64];
+  snprintf(head, sizeof head, "\n%s:", label);
+  const char *at = strstr(ir, head);
+  ck_assert_msg(report(at != NULL, ir), "no block %s", label);
+  const char *end = strstr(at + 1, "\n\n");
+  size_t n = end ? (size_t)(end - at) : strlen(at);
+  char *s = malloc(n + 1);
+  memcpy(s, at, n);
+  s[n] = '\0';
+  return s;
+}
+
+static char *read_source(const char *relative) {
+  FILE *f = fopen(test_source_path(relative), "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 1);
+  ck_assert_int_eq((long)fread(text, 1, (size_t)n, f), n);
+  text[n] = '\0';
+  fclose(f);
+  return text;
+}
+
+static const char *SEED = "examples/layer_norm_backward_seed000.fz";
+
+static const char *SOFTMAX = "fusion @softmax(%x: f32[M, N]) {\n"
+                             "  %m = amax %x dims(1) keepdim : f32[M, b1]\n"
+                             "  %me = expand %m : f32[M, b1->N]\n"
+                             "  %d = sub %x, %me : f32[M, N]\n"
+                             "  %e = exp %d : f32[M, N]\n"
+                             "  %s = sum %e dims(1) keepdim : f32[M, b1]\n"
+                             "  %se = expand %s : f32[M, b1->N]\n"
+                             "  %y = div %e, %se : f32[M, N]\n"
+                             "  return %y\n"
+                             "}\n";
+
+/* ---- inner persistent ---------------------------------------------------- */
+
+/* Softmax at four row lengths: sub-warp rows sharing a block (32), rows
+ * not a multiple of the groups (100: one group, the last lanes of the row
+ * masked), one warp per row (1024) and 8 warps per row (8192: shared
+ * memory and a barrier per round). Every row is read once: as many loads
+ * as the thread holds groups, all before the first shuffle. */
+static void softmax_at(int n, int want_bx, bool barrier) {
+  scheduled s;
+  char binds[64];
+  snprintf(binds, sizeof binds, "M=2048,N=%d", n);
+  fz_plan *p = schedule(&s, SOFTMAX, binds);
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
+  ck_assert_int_eq(p->block_x, want_bx);
+  ck_assert_int_eq(p->phases, 2);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  ck_assert_count(ptx, "ld.global.nc.v4.f32", p->persistent);
+  const char *first_shuffle = after(ptx, "shfl.sync.bfly.b32");
+  ck_assert(!has(first_shuffle, "ld.global"));
+  ck_assert_has(ptx, "st.global.v4.f32");
+  /* max, then sum: two butterflies of log2(min(bx, 32)) steps each (and
+   * again across warps) */
+  int steps = 0;
+  for (int w = want_bx < 32 ? want_bx : 32; w > 1; w /= 2)
+    steps++;
+  int across = 0;
+  for (int w = want_bx / 32; w > 1; w /= 2)
+    across++;
+  ck_assert_count(ptx, "shfl.sync.bfly.b32", 2 * (steps + across));
+  ck_assert_int_eq(has(ptx, "bar.sync"), barrier);
+  if (barrier)
+    ck_assert_count(ptx, "shfl.sync.idx.b32", 2); /* the row value, to all */
+  ck_assert(!has(ptx, "atom.global"));
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+
+START_TEST(softmax_32) { softmax_at(32, 8, false); }
+END_TEST
+START_TEST(softmax_100) { softmax_at(100, 32, false); }
+END_TEST
+START_TEST(softmax_1024) { softmax_at(1024, 32, false); }
+END_TEST
+START_TEST(softmax_8192) { softmax_at(8192, 256, true); }
+END_TEST
+
+/* Layer norm forward: the weight and bias rows are read once, where they
+ * are first used, after the two rounds (a block has one row: keeping them
+ * live across the rounds' barriers would only cost registers); mean and
+ * rstd are written once per row (scalar stores by the row's first
+ * thread); y with 16-byte stores. */
+START_TEST(layer_norm_forward_affine) {
+  scheduled s;
+  fz_plan *p = schedule(
+      &s,
+      "fusion @layer_norm(%x: f32[M, N], %w: f32[N], %b: f32[N], %eps: f64) "
+      "{\n"
+      "  %s = sum %x dims(1) keepdim : f32[M, b1]\n"
+      "  %mean = mul %s, 1.220703125e-4 : f32[M, b1]\n"
+      "  %me = expand %mean : f32[M, b1->N]\n"
+      "  %xc = sub %x, %me : f32[M, N]\n"
+      "  %sq = mul %xc, %xc : f32[M, N]\n"
+      "  %v = sum %sq dims(1) keepdim : f32[M, b1]\n"
+      "  %var = mul %v, 1.220703125e-4 : f32[M, b1]\n"
+      "  %ve = add %var, %eps : f32[M, b1]\n"
+      "  %rstd = rsqrt %ve : f32[M, b1]\n"
+      "  %re = expand %rstd : f32[M, b1->N]\n"
+      "  %xh = mul %xc, %re : f32[M, N]\n"
+      "  %wb = broadcast %w dims(0) : f32[b1, N]\n"
+      "  %we = expand %wb : f32[b1->M, N]\n"
+      "  %bb = broadcast %b dims(0) : f32[b1, N]\n"
+      "  %be = expand %bb : f32[b1->M, N]\n"
+      "  %y0 = mul %xh, %we : f32[M, N]\n"
+      "  %y = add %y0, %be : f32[M, N]\n"
+      "  return %y, %mean, %rstd\n"
+      "}\n",
+      "M=2048,N=8192");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  /* x, w and b once each: 3 * persistent 16-byte loads in all, x's
+   * before the first shuffle, w's and b's after the last */
+  ck_assert_count(ptx, "ld.global.nc.v4.f32", 3 * p->persistent);
+  ck_assert_count(after(ptx, "shfl.sync.idx.b32"), "ld.global.nc.v4.f32",
+                  2 * p->persistent);
+  ck_assert_count(ptx, "st.global.v4.f32", p->persistent);
+  ck_assert_count(ptx, "st.global.f32", 2); /* mean, rstd */
+  ck_assert_has(ptx, "bar.sync");
+  /* eps, a scalar input, read once */
+  ck_assert_count(ptx, "ld.global.nc.f64", 1);
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* RMS norm on bf16, computed in f32: 8 lanes per 16-byte access, the sum
+ * of squares accumulated in f32, the result rounded to bf16 once. */
+START_TEST(rms_norm_bf16) {
+  scheduled s;
+  fz_plan *p = schedule(&s,
+                        "fusion @rms(%x: bf16[M, N], %w: bf16[N]) {\n"
+                        "  %xf = cast %x : f32[M, N]\n"
+                        "  %sq = mul %xf, %xf : f32[M, N]\n"
+                        "  %s = sum %sq dims(1) keepdim : f32[M, b1]\n"
+                        "  %ms = mul %s, 1.220703125e-4 : f32[M, b1]\n"
+                        "  %ve = add %ms, 1.0e-6 : f32[M, b1]\n"
+                        "  %r = rsqrt %ve : f32[M, b1]\n"
+                        "  %re = expand %r : f32[M, b1->N]\n"
+                        "  %xn = mul %xf, %re : f32[M, N]\n"
+                        "  %wf = cast %w : f32[N]\n"
+                        "  %wb = broadcast %wf dims(0) : f32[b1, N]\n"
+                        "  %we = expand %wb : f32[b1->M, N]\n"
+                        "  %y = mul %xn, %we : f32[M, N]\n"
+                        "  %yb = cast %y : bf16[M, N]\n"
+                        "  return %yb\n"
+                        "}\n",
+                        "M=16384,N=8192");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
+  ck_assert_int_eq(p->vector, 8);
+  ck_assert_int_eq(p->phases, 1);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  ck_assert_has(l.ir, "load <8 x bfloat>");
+  ck_assert_has(l.ir, "store <8 x bfloat>");
+  ck_assert_has(ptx, "shfl.sync.bfly.b32");
+  ck_assert_has(ptx, "bar.sync");
+  ck_assert_has(ptx, "cvt.rn.bf16");
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* No kept axis at all (one row): the row index decomposes to nothing. */
+START_TEST(single_row) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=1,N=4096");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
+  ck_assert_int_eq(p->rank, 1);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  ck_assert_has(ptx, "shfl.sync.bfly.b32");
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* 64-bit index math where the plan asks for it. */
+START_TEST(index64) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  p->index32 = false;
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  ck_assert_has(l.ir, "load <4 x float>");
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* A row length the kernel's groups do not cover traps instead of reading
+ * past the row: the guard is in the kernel. */
+START_TEST(row_length_guard_traps) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  ck_assert_has(l.ir, "bad.row.length");
+  ck_assert_has(ptx, "trap;");
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* ---- inner-outer persistent ---------------------------------------------- */
+
+/* The grid part of an inner-outer kernel: partials published, fenced,
+ * counted in on counters[0], the generation spun on, partials read back
+ * with volatile loads. */
+static void check_grid_protocol(const char *ptx) {
+  const char *grid = after(ptx, "membar.gl");
+  ck_assert_has(grid, "bar.sync");
+  ck_assert_has(grid, "atom.global.add.u32");
+  ck_assert_has(grid, "ld.volatile.global.u32");
+  ck_assert_has(grid, "st.volatile.global.u32"); /* counters[0] reset */
+  ck_assert_has(after(grid, "atom.global.add.u32"), "ld.volatile.global");
+}
+
+static void seed000(const char *file, bool canonical, const char *binds,
+                    int want_by) {
+  char *text = read_source(file);
+  fz_fusion *f = test_parse(text);
+  free(text);
+  if (canonical) {
+    fz_error err = {0};
+    ck_assert_int_eq(fz_pass_canonicalize(f, &err), FZ_OK);
+  }
+  scheduled s;
+  fz_plan *p = schedule_fusion(&s, f, binds);
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
+  ck_assert(p->cooperative);
+  ck_assert_int_eq(p->block_y, want_by);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  /* grad and x once per row, the weight once: 3 * persistent loads of 16
+   * bytes, none of them after the first shuffle */
+  ck_assert_count(ptx, "ld.global.nc.v4.f32", 3 * p->persistent);
+  ck_assert(!has(after(ptx, "shfl.sync.bfly.b32"), "ld.global.nc"));
+  ck_assert_has(ptx, "shfl.sync.bfly.b32");
+  ck_assert_has(ptx, "bar.sync");
+  check_grid_protocol(ptx);
+  /* the column partials' tree across ty when rows share a block */
+  if (want_by > 1)
+    ck_assert_has(ptx, "st.shared.f32");
+  /* dx, dw, db with 16-byte stores; partials to the workspace too */
+  ck_assert_has(ptx, "st.global.v4.f32");
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+
+START_TEST(seed000_raw) { seed000(SEED, false, NULL, 1); }
+END_TEST
+START_TEST(seed000_canonical) { seed000(SEED, true, NULL, 1); }
+END_TEST
+/* The seed's fusion with symbolic sizes (the GPU test's), on short rows:
+ * two rows per block (64 threads each, so that the grad, x and weight
+ * groups and the two column accumulators fit in registers), the column
+ * partials combined across ty. */
+START_TEST(seed000_short_rows) {
+  seed000("test/gpu/norm_layer_norm_backward.fz", true, "M=37,N=1000", 2);
+}
+END_TEST
+
+/* RMS norm backward: one row round, one column reduction. */
+START_TEST(rms_norm_backward) {
+  scheduled s;
+  fz_plan *p = schedule(
+      &s,
+      "fusion @rms_bwd(%grad: f32[M, N], %x: f32[M, N], %rstd: f32[M, b1], "
+      "%w: f32[N]) {\n"
+      "  %re = expand %rstd : f32[M, b1->N]\n"
+      "  %wb = broadcast %w dims(0) : f32[b1, N]\n"
+      "  %we = expand %wb : f32[b1->M, N]\n"
+      "  %gw = mul %grad, %we : f32[M, N]\n"
+      "  %xr = mul %x, %re : f32[M, N]\n"
+      "  %t = mul %grad, %xr : f32[M, N]\n"
+      "  %dw = sum %t dims(0) : f32[N]\n"
+      "  %p = mul %gw, %x : f32[M, N]\n"
+      "  %s = sum %p dims(1) keepdim : f32[M, b1]\n"
+      "  %r2 = mul %rstd, %rstd : f32[M, b1]\n"
+      "  %r3 = mul %r2, %rstd : f32[M, b1]\n"
+      "  %c = mul %s, %r3 : f32[M, b1]\n"
+      "  %cn = mul %c, 1.0e-3 : f32[M, b1]\n"
+      "  %ce = expand %cn : f32[M, b1->N]\n"
+      "  %a = mul %gw, %re : f32[M, N]\n"
+      "  %bx = mul %x, %ce : f32[M, N]\n"
+      "  %dx = sub %a, %bx : f32[M, N]\n"
+      "  return %dx, %dw\n"
+      "}\n",
+      "M=37,N=1000");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
+  ck_assert_int_eq(p->phases, 1);
+  ck_assert_int_gt(p->block_y, 1);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  ck_assert_has(ptx, "shfl.sync.bfly.b32");
+  ck_assert_has(ptx, "st.shared.f32"); /* the ty tree */
+  check_grid_protocol(ptx);
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* Column outputs with a column-space node after the reduction (a cast to
+ * bf16), and accumulators of two widths: the f64 region first in the
+ * workspace, so that both stay aligned for vector stores. */
+START_TEST(column_post_nodes_and_mixed_accumulators) {
+  scheduled s;
+  fz_plan *p =
+      schedule(&s,
+               "fusion @f(%g: f32[M, N], %x: f32[M, N], %r: f32[M, b1]) {\n"
+               "  %re = expand %r : f32[M, b1->N]\n"
+               "  %xr = mul %x, %re : f32[M, N]\n"
+               "  %t = mul %g, %xr : f32[M, N]\n"
+               "  %s = sum %t dims(1) keepdim : f32[M, b1]\n"
+               "  %se = expand %s : f32[M, b1->N]\n"
+               "  %dx = sub %g, %se : f32[M, N]\n"
+               "  %gd = cast %g : f64[M, N]\n"
+               "  %db = sum %gd dims(0) : f64[N]\n"
+               "  %dw = sum %t dims(0) : f32[N]\n"
+               "  %dwb = cast %dw : bf16[N]\n"
+               "  return %dx, %db, %dwb\n"
+               "}\n",
+               "M=4096,N=1024");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  check_grid_protocol(ptx);
+  const char *final = after(ptx, "atom.global.add.u32");
+  ck_assert_has(final, "ld.volatile.global.v2.f64");
+  ck_assert_has(final, "ld.volatile.global.v4.f32");
+  ck_assert_has(final, "cvt.rn.bf16");
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* A [R, I, R] space: rows reduce dims (0, 2), the column reduction dim 1.
+ * A thread's groups are decomposed into both R coordinates once, before
+ * the row loop (in the block after the row length guard; the row loop
+ * divides nothing); the final pass decomposes its column groups the same
+ * way. */
+START_TEST(two_reduced_axes_around_the_kept_one) {
+  scheduled s;
+  fz_plan *p = schedule(&s,
+                        "fusion @f(%x: f32[A, B, C]) {\n"
+                        "  %s = sum %x dims(0, 2) keepdim : f32[b1, B, b1]\n"
+                        "  %se = expand %s : f32[b1->A, B, b1->C]\n"
+                        "  %y = sub %x, %se : f32[A, B, C]\n"
+                        "  %c = sum %y dims(1) : f32[A, C]\n"
+                        "  return %y, %c\n"
+                        "}\n",
+                        "A=6,B=100,C=256");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
+  ck_assert_int_eq(p->rank, 3);
+  ck_assert(p->reduced[0] && !p->reduced[1] && p->reduced[2]);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  char *groups = block_text(l.ir, "row.length.ok");
+  ck_assert_has(groups, "urem");
+  free(groups);
+  char *row = block_text(l.ir, "tile.body");
+  ck_assert(!has(row, "udiv") && !has(row, "urem"));
+  free(row);
+  char *col = block_text(l.ir, "col.blocks.done");
+  ck_assert_has(col, "udiv");
+  free(col);
+  check_grid_protocol(ptx);
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* ---- malformed plans ----------------------------------------------------- */
+
+/* A full-space node may not read a column value (the columns are only
+ * known after every row): here grad-weight's store, moved to the full
+ * space. */
+START_TEST(full_node_reading_a_column_node_is_internal) {
+  scheduled s;
+  char *text = read_source(SEED);
+  fz_plan *p = schedule_fusion(&s, test_parse(text), NULL);
+  free(text);
+  int store = -1;
+  for (int i = 0; i < p->num_nodes && store < 0; i++)
+    if (p->nodes[i].kind == FZ_NODE_STORE && p->nodes[i].column)
+      store = i;
+  ck_assert_int_ge(store, 0);
+  p->nodes[store].column = false;
+  char msg[sizeof((fz_error *)0)->message];
+  ck_assert_int_eq(lower_status(p, msg, sizeof msg), FZ_ERR_INTERNAL);
+  ck_assert_msg(strstr(msg, "column node") != NULL, "%s", msg);
+  scheduled_free(&s);
+}
+END_TEST
+
+START_TEST(row_reduce_of_its_own_phase_is_internal) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  for (int i = 0; i < p->num_nodes; i++)
+    if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].phase == 2)
+      p->nodes[i].phase = 1; /* reads a phase-1 value in round 0 */
+  char msg[sizeof((fz_error *)0)->message];
+  ck_assert_int_eq(lower_status(p, msg, sizeof msg), FZ_ERR_INTERNAL);
+  scheduled_free(&s);
+}
+END_TEST
+
+START_TEST(split_persistent_plan_is_internal) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  p->split = 2;
+  char msg[sizeof((fz_error *)0)->message];
+  ck_assert_int_eq(lower_status(p, msg, sizeof msg), FZ_ERR_INTERNAL);
+  scheduled_free(&s);
+}
+END_TEST
+
+static Suite *make(void) {
+  Suite *s = suite_create("lower_persistent");
+  TCase *inner = tcase_create("inner");
+  tcase_set_timeout(inner, 120);
+  tcase_add_test(inner, softmax_32);
+  tcase_add_test(inner, softmax_100);
+  tcase_add_test(inner, softmax_1024);
+  tcase_add_test(inner, softmax_8192);
+  tcase_add_test(inner, layer_norm_forward_affine);
+  tcase_add_test(inner, rms_norm_bf16);
+  tcase_add_test(inner, single_row);
+  tcase_add_test(inner, index64);
+  tcase_add_test(inner, row_length_guard_traps);
+  suite_add_tcase(s, inner);
+
+  TCase *outer = tcase_create("inner_outer");
+  tcase_set_timeout(outer, 120);
+  tcase_add_test(outer, seed000_raw);
+  tcase_add_test(outer, seed000_canonical);
+  tcase_add_test(outer, seed000_short_rows);
+  tcase_add_test(outer, rms_norm_backward);
+  tcase_add_test(outer, column_post_nodes_and_mixed_accumulators);
+  tcase_add_test(outer, two_reduced_axes_around_the_kept_one);
+  suite_add_tcase(s, outer);
+
+  TCase *bad = tcase_create("malformed");
+  tcase_add_test(bad, full_node_reading_a_column_node_is_internal);
+  tcase_add_test(bad, row_reduce_of_its_own_phase_is_internal);
+  tcase_add_test(bad, split_persistent_plan_is_internal);
+  suite_add_tcase(s, bad);
+  return s;
+}
+
+int main(void) { return test_run_suite(make()); }
