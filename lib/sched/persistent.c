@@ -259,9 +259,13 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     const fz_value *o = f->outputs[i];
     fz_value_label(o, label, sizeof label);
     unsigned cols = fz_map_columns(&d->maps[o->id]) & nontrivial;
-    fz_space space = (cols & rcols) && (cols & ~rcols) ? FZ_SPACE_FULL
-                     : (cols & rcols)                  ? FZ_SPACE_COLUMN
-                                                       : FZ_SPACE_ROW;
+    /* With no kept axis longer than 1 (a single row), what varies along
+     * the row is the full space, not a column's. */
+    bool has_kept = (nontrivial & ~rcols) != 0;
+    fz_space space = (cols & rcols) && ((cols & ~rcols) || !has_kept)
+                         ? FZ_SPACE_FULL
+                     : (cols & rcols) ? FZ_SPACE_COLUMN
+                                      : FZ_SPACE_ROW;
     const int64_t *extent = space == FZ_SPACE_FULL  ? sizes
                             : space == FZ_SPACE_ROW ? row_space
                                                     : col_space;

@@ -172,10 +172,12 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
   }
   p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
   int64_t per_thread = cdiv(rlen, by * p->split);
-  p->unroll = per_thread >= 8 && rlen <= 32 ? 8
-              : per_thread >= 4             ? 4
-              : per_thread >= 2             ? 2
-                                            : 1;
+  /* 8 loads in flight when R is short (all of it) or the kept space is
+   * narrow (few threads per row, so each needs more bytes in flight) */
+  p->unroll = per_thread >= 8 && (rlen <= 32 || bx < 32) ? 8
+              : per_thread >= 4                          ? 4
+              : per_thread >= 2                          ? 2
+                                                         : 1;
   p->threads = (int)(bx * by);
   p->blocks = p->grid_x * p->split;
 }
