@@ -192,7 +192,9 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
 }
 
 static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
-                       fz_reason *why, const fz_value *ref, fz_plan **out) {
+                       fz_reason *why, const fz_op *first,
+                       const fz_value *ref, fz_plan **out) {
+  (void)first; /* every reduction is classified below */
   const fz_fusion *f = pb->fusion;
   char label[64];
   int64_t sizes[FZ_MAX_RANK];
@@ -326,48 +328,11 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   return true;
 }
 
-static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
-                  fz_reason *why, fz_plan **out) {
-  const fz_fusion *f = pb->fusion;
-  const fz_op *first = NULL;
-  for (int i = 0; i < f->num_ops && !first; i++)
-    if (fz_op_table[f->ops[i]->code].kind == FZ_KIND_REDUCTION)
-      first = f->ops[i];
-  if (!first) {
-    if (why)
-      snprintf(why->text, sizeof why->text, "fusion has no reduction");
-    return false;
-  }
-  const fz_value *cands[32];
-  int n = fz_dag_reference_candidates(pb, first, cands, 32);
-  fz_reason first_why = {{0}};
-  for (int i = 0; i < n; i++) {
-    fz_reason w = {{0}};
-    if (build_from(d, pb, arena, &w, cands[i], out))
-      return true;
-    if (i == 0)
-      first_why = w;
-  }
-  if (why)
-    *why = first_why;
-  return false;
-}
-
 bool fz_persistent_can_schedule(const fz_problem *problem, fz_reason *why) {
-  fz_arena *arena = fz_arena_create();
-  fz_dag d;
-  fz_plan *plan = NULL;
-  bool ok = build(&d, problem, arena, why, &plan);
-  fz_arena_destroy(arena);
-  return ok;
+  return fz_dag_can_schedule(problem, why, build_from);
 }
 
 fz_status fz_persistent_schedule(const fz_problem *problem, fz_arena *arena,
-                                 fz_plan **out, fz_error *err) {
-  fz_reason why = {{0}};
-  fz_dag d;
-  if (!build(&d, problem, arena, &why, out))
-    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                        "persistent scheduler declined: %s", why.text);
-  return FZ_OK;
+                             fz_plan **out, fz_error *err) {
+  return fz_dag_schedule(problem, arena, out, err, build_from, "persistent");
 }

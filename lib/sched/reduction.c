@@ -2,8 +2,12 @@
  * classified by the layout of what is actually read (seed 004).
  *
  * Steps, as a script:
- *  1. The reference is the input of the first reduction: the tensor the
- *     kernel reads most. Every value gets a map from its coordinates.
+ *  1. The reference is the input of the first reduction (the tensor the
+ *     kernel reads most), or a finer space it is computed from through
+ *     single-operand ops: a reshape of a permuted input (seed 004's
+ *     ReductionOnPermutedReshape) is affine only from the finer side,
+ *     merges are, splits are not (fz_dag_schedule tries them in turn).
+ *     Every value gets a map from its coordinates.
  *  2. The reduced (R) axes of the reference are the columns the reduced
  *     axes of that reduction map to; every reduction must reduce exactly
  *     those, and its kept axes must map to none of them.
@@ -305,53 +309,11 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   return true;
 }
 
-/* The reference space: the first reduction's input, or a value it is
- * computed from through single-operand ops with more axes (a reshape of a
- * permuted input, as in seed 004's ReductionOnPermutedReshape, is affine
- * only from the finer space: merges are, splits are not). Candidates are
- * tried finest first. */
-static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
-                  fz_reason *why, fz_plan **out) {
-  const fz_fusion *f = pb->fusion;
-  const fz_op *first = NULL;
-  for (int i = 0; i < f->num_ops && !first; i++)
-    if (fz_op_table[f->ops[i]->code].kind == FZ_KIND_REDUCTION)
-      first = f->ops[i];
-  if (!first) {
-    if (why)
-      snprintf(why->text, sizeof why->text, "fusion has no reduction");
-    return false;
-  }
-  const fz_value *cands[32];
-  int n = fz_dag_reference_candidates(pb, first, cands, 32);
-  fz_reason first_why = {{0}};
-  for (int i = 0; i < n; i++) {
-    fz_reason w = {{0}};
-    if (build_from(d, pb, arena, &w, first, cands[i], out))
-      return true;
-    if (i == 0 || cands[i] == first->operands[0])
-      first_why = w;
-  }
-  if (why)
-    *why = first_why;
-  return false;
-}
-
 bool fz_reduction_can_schedule(const fz_problem *problem, fz_reason *why) {
-  fz_arena *arena = fz_arena_create();
-  fz_dag d;
-  fz_plan *plan = NULL;
-  bool ok = build(&d, problem, arena, why, &plan);
-  fz_arena_destroy(arena);
-  return ok;
+  return fz_dag_can_schedule(problem, why, build_from);
 }
 
 fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err) {
-  fz_reason why = {{0}};
-  fz_dag d;
-  if (!build(&d, problem, arena, &why, out))
-    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                        "reduction scheduler declined: %s", why.text);
-  return FZ_OK;
+                             fz_plan **out, fz_error *err) {
+  return fz_dag_schedule(problem, arena, out, err, build_from, "reduction");
 }
