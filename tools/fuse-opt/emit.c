@@ -25,6 +25,8 @@ static const fo_emitter emitters[] = {
     {"ir", "the Fusion IR in the text format (the default)", emit_ir},
     {"sched", "the kernel plan of each scheduler's choice (sizes from --bind)",
      fo_emit_sched},
+    {"axis-map", "the axis map: classes of axes that are one loop",
+     fo_emit_axis_map},
     {"segments", "the segments and the scheduler of each", fo_emit_segments},
     {"explain", "every scheduler's verdict on each segment candidate",
      fo_emit_explain},

@@ -42,6 +42,7 @@ static void usage(FILE *out) {
           "                         unless --emit is given)\n"
           "  --seed=N               seed for --run-reference's inputs "
           "(default 0)\n"
+          "  --print-axis-map       print the axis map (--emit=axis-map)\n"
           "  --arch=sm_NN           target of --emit=sched|llvm|ptx "
           "(default sm_90)\n"
           "  --bind=SYM=N[,...]     extent of symbol SYM for --run-reference "
@@ -146,6 +147,9 @@ static int parse_args(int argc, char **argv, fo_options *o) {
       if (!o->emit)
         return usage_error("unknown stage '%s' for --emit (try --help)",
                            a + 7);
+    } else if (strcmp(a, "--print-axis-map") == 0) {
+      o->emit = fo_emitter_find("axis-map"); /* same as --emit=axis-map */
+      o->emit_given = true;
     } else if (strcmp(a, "--split-input-file") == 0) {
       o->split_input_file = true;
     } else if (strcmp(a, "--run-reference") == 0) {

@@ -68,6 +68,8 @@ fz_status fo_emit_segments(fz_fusion *fusion, const fo_options *options,
                            FILE *out, fz_error *err);
 fz_status fo_emit_explain(fz_fusion *fusion, const fo_options *options,
                           FILE *out, fz_error *err);
+fz_status fo_emit_axis_map(fz_fusion *fusion, const fo_options *options,
+                           FILE *out, fz_error *err);
 fz_status fo_emit_ptx(fz_fusion *fusion, const fo_options *options, FILE *out,
                       fz_error *err);
 

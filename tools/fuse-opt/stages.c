@@ -11,6 +11,7 @@
 #include "fuse-opt.h"
 
 #include "runtime/compile.h"
+#include "sched/axis_map.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -146,4 +147,26 @@ fz_status fo_emit_llvm(fz_fusion *f, const fo_options *o, FILE *out,
 fz_status fo_emit_ptx(fz_fusion *f, const fo_options *o, FILE *out,
                       fz_error *err) {
   return emit_code(f, o, out, false, err);
+}
+
+/* The axis map: one line per class of axes that denote the same loop,
+ * with what the schedulers ask of it (reduced by, broadcast of, expanded
+ * to). Built on the fusion as it is after the requested passes. */
+fz_status fo_emit_axis_map(fz_fusion *f, const fo_options *o, FILE *out,
+                           fz_error *err) {
+  (void)o;
+  fz_arena *arena = fz_arena_create();
+  fz_axis_map *map = fz_axis_map_build(f, arena);
+  fz_buf b = {0};
+  fprintf(out, "axis map @%s:\n", f->name);
+  fz_axis_map_print(map, &b);
+  char *text = fz_buf_take(&b);
+  fz_status st = FZ_OK;
+  if (!text)
+    st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  else
+    fputs(text, out);
+  free(text);
+  fz_arena_destroy(arena);
+  return st;
 }
