@@ -25,3 +25,20 @@ for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/loc
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# Kernels with transcendentals link libdevice. Tests that compile them say
+# `REQUIRES: libdevice` and are reported UNSUPPORTED (not passed) on a
+# machine without CUDA's libdevice; the search follows lib/nvptx/libdevice.c.
+for var in ("FZ_LIBDEVICE", "CUDA_HOME", "CUDA_PATH"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+def _libdevice():
+    if "FZ_LIBDEVICE" in os.environ:
+        p = os.environ["FZ_LIBDEVICE"]
+        return os.path.isfile(p) or os.path.isfile(os.path.join(p, "libdevice.10.bc"))
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    dirs = [os.path.join(h, "nvvm", "libdevice") for h in homes if h]
+    dirs.append("/usr/lib/nvidia-cuda-toolkit/libdevice")
+    return any(os.path.isfile(os.path.join(d, "libdevice.10.bc")) for d in dirs)
+if _libdevice():
+    config.available_features.add("libdevice")
