@@ -352,7 +352,8 @@ static signature_entry *prepare(fz_executor *ex, const fz_device_tensor *in,
   }
   if (plan->cooperative) {
     int per_sm = 0;
-    if (fz_module_occupancy(k->module, plan->threads, 0, &per_sm, err) !=
+    if (fz_module_occupancy(k->module, plan->threads,
+                            (int)fz_plan_shared_bytes(plan), &per_sm, err) !=
         FZ_OK) {
       fz_device_free(ex->device, e->workspace, NULL);
       fz_arena_destroy(arena);
@@ -498,14 +499,12 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
         params[np++] = &ws_ptrs[0];
         params[np++] = &ws_ptrs[1];
       }
-      bool reduction = plan->kind != FZ_PLAN_POINTWISE;
-      unsigned grid[3] = {
-          (unsigned)(reduction ? plan->grid_x : plan->blocks),
-          reduction ? (unsigned)plan->split : 1, 1};
-      unsigned block[3] = {(unsigned)plan->threads, 1, 1};
+      unsigned grid[3], block[3];
+      fz_plan_launch_shape(plan, grid, block);
       if (plan->cooperative)
         grid[0] = e->cooperative_grid;
-      st = fz_module_launch(e->kernel->module, grid, block, 0,
+      st = fz_module_launch(e->kernel->module, grid, block,
+                            (unsigned)fz_plan_shared_bytes(plan),
                             (CUstream)stream, params, plan->cooperative, err);
     }
   }

@@ -22,6 +22,22 @@ static bool is_reduction(const fz_plan *p) {
   return p->kind != FZ_PLAN_POINTWISE;
 }
 
+void fz_plan_launch_shape(const fz_plan *p, unsigned grid[3],
+                          unsigned block[3]) {
+  bool reduction = is_reduction(p);
+  grid[0] = (unsigned)(reduction ? p->grid_x : p->blocks);
+  grid[1] = reduction ? (unsigned)p->split : 1;
+  grid[2] = 1;
+  block[0] = (unsigned)p->threads;
+  block[1] = 1;
+  block[2] = 1;
+}
+
+size_t fz_plan_shared_bytes(const fz_plan *p) {
+  (void)p; /* every kind so far declares its shared memory statically */
+  return 0;
+}
+
 int64_t fz_plan_num_groups(const fz_plan *p) {
   int64_t n = 1;
   for (int k = 0; k < p->rank; k++)

@@ -170,6 +170,12 @@ typedef struct fz_plan {
  * plans the group count is the number of kept (I) points. */
 int fz_plan_num_params(const fz_plan *plan);
 /* Fill the i64 scalars (everything after the pointers) in order. */
+/* Launch dimensions (gridDim, blockDim) for this plan; a cooperative plan's
+ * grid_x may then be lowered by the launcher to what fits on the device.
+ * Dynamic shared memory: fz_plan_shared_bytes. */
+void fz_plan_launch_shape(const fz_plan *plan, unsigned grid[3],
+                          unsigned block[3]);
+size_t fz_plan_shared_bytes(const fz_plan *plan);
 void fz_plan_scalar_params(const fz_plan *plan, int64_t *out);
 /* Elements per group and number of groups in the whole space. */
 int64_t fz_plan_num_groups(const fz_plan *plan);
