@@ -348,9 +348,11 @@ static bool eval_full(pers *s, int i, int k) {
         return false;
     LLVMValueRef *table = pers_full(s, k, 0);
     bool ok =
-        n->kind == FZ_NODE_LOAD
-            ? fz_kernel_load_node(s->k, i, table, offs(s, k)[n->access], s->V)
-            : fz_kernel_value_node(s->k, i, table, s->coord[k], s->V);
+        n->kind != FZ_NODE_LOAD ? fz_kernel_value_node(s->k, i, table,
+                                                      s->coord[k], s->V)
+        : fz_plan_prefetched(p, n->access)
+            ? fz_pers_prefetch_load(s, i, k)
+            : fz_kernel_load_node(s->k, i, table, offs(s, k)[n->access], s->V);
     if (!ok)
       return false;
     break;
@@ -394,6 +396,7 @@ static bool setup(pers *s, fz_kernel *k) {
   s->rowt = calloc(nodes * V + 1, sizeof *s->rowt);
   s->done = calloc((G + 1) * nodes + 1, sizeof *s->done);
   s->base = calloc(acc, sizeof *s->base);
+  s->pf_rowval = calloc(nodes + 1, sizeof *s->pf_rowval);
   for (int i = 0; i < p->num_nodes; i++)
     if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column) {
       if (s->ncol == PERS_MAX_COLUMN_REDUCES) {
@@ -406,7 +409,7 @@ static bool setup(pers *s, fz_kernel *k) {
     }
   s->colacc = calloc((size_t)s->ncol * G * V + 1, sizeof *s->colacc);
   if (!s->space || !s->g || !s->gactive || !s->coord || !s->roff || !s->full ||
-      !s->rowt || !s->done || !s->base || !s->colacc) {
+      !s->rowt || !s->done || !s->base || !s->colacc || !s->pf_rowval) {
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
     return false;
   }
@@ -424,6 +427,7 @@ static void teardown(pers *s) {
   free(s->done);
   free(s->base);
   free(s->colacc);
+  free(s->pf_rowval);
 }
 
 /* ---- the row combine's layout -------------------------------------------- */
@@ -610,6 +614,21 @@ static bool entry(pers *s) {
 }
 
 /* ---- a row --------------------------------------------------------------- */
+
+static void row_coords(pers *s, LLVMValueRef row, LLVMValueRef *coord) {
+  fz_kernel *k = s->k;
+  LLVMValueRef per_row = s->nk > 0 ? k->ext[s->kaxes[s->nk - 1]] : NULL;
+  for (int d = 0; d < s->p->rank; d++)
+    coord[d] = fz_kernel_idx(k, 0);
+  fz_kernel_decompose(k, row, s->kaxes, s->nk, 1, per_row, coord);
+}
+
+void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base) {
+  LLVMValueRef coord[FZ_MAX_RANK];
+  row_coords(s, row, coord);
+  for (int a = 0; a < s->p->num_accesses; a++)
+    base[a] = fz_kernel_offset(s->k, a, s->k->acc[a].offset, coord, s->kmask);
+}
 
 static void row_start(pers *s, LLVMValueRef row) {
   fz_kernel *k = s->k;
@@ -835,6 +854,16 @@ static bool row_round(pers *s, int round, LLVMValueRef live) {
 
 /* ---- the kernel ---------------------------------------------------------- */
 
+/* This thread's row of tile `tile`, clamped to the last row. */
+static LLVMValueRef clamped_row(pers *s, LLVMValueRef tile, LLVMValueRef last) {
+  LLVMBuilderRef b = s->k->e.b;
+  LLVMValueRef row = LLVMBuildAdd(
+      b, LLVMBuildMul(b, tile, fz_kernel_idx(s->k, s->p->block_y), ""), s->ty,
+      "");
+  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULE, row, last, ""), row,
+                         last, "");
+}
+
 static bool body(pers *s) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
@@ -852,13 +881,23 @@ static bool body(pers *s) {
   if (!ctaid || !nctaid)
     return false;
 
+  LLVMValueRef last = LLVMBuildSub(b, kept, fz_kernel_idx(k, 1), "");
+  if (p->prefetch &&
+      !fz_pers_prefetch_begin(s, clamped_row(s, ctaid, last),
+                              LLVMBuildICmp(b, LLVMIntULT, ctaid, tiles, "")))
+    return false;
   pers_loop tl;
   LLVMValueRef tile = fz_pers_loop_begin(e, &tl, ctaid, tiles, "tile");
   LLVMValueRef row =
       LLVMBuildAdd(b, LLVMBuildMul(b, tile, by, ""), s->ty, "row");
   LLVMValueRef live = LLVMBuildICmp(b, LLVMIntULT, row, kept, "row.in");
-  LLVMValueRef last = LLVMBuildSub(b, kept, fz_kernel_idx(k, 1), "");
   row_start(s, LLVMBuildSelect(b, live, row, last, "row.clamped"));
+  if (p->prefetch) {
+    LLVMValueRef next = LLVMBuildAdd(b, tile, nctaid, "tile.next");
+    if (!fz_pers_prefetch_next(s, clamped_row(s, next, last),
+                               LLVMBuildICmp(b, LLVMIntULT, next, tiles, "")))
+      return false;
+  }
   if (!row_loads(s))
     return false;
   for (int r = 0; r <= p->phases; r++)
@@ -867,6 +906,8 @@ static bool body(pers *s) {
   /* the next tile's first round writes the half this tile's last read */
   if (s->row_scratch && (p->phases & 1))
     fz_emit_barrier(e);
+  if (p->prefetch)
+    fz_pers_prefetch_end(s);
   fz_pers_loop_end(e, &tl, nctaid);
 
   if (s->outer && !fz_pers_columns(s))

@@ -61,6 +61,11 @@ typedef struct pers {
   int colnode[PERS_MAX_COLUMN_REDUCES];
   LLVMValueRef *colacc;
   bool row_scratch; /* the row combine uses shared memory */
+  /* plan->prefetch (persistent_prefetch.c): the dynamic shared buffers,
+   * the buffer of the current row (i32 alloca, 0 or 1), and per node an
+   * alloca carrying a row-constant load one row ahead (or NULL). */
+  LLVMValueRef pf_smem, pf_parity;
+  LLVMValueRef *pf_rowval;
 } pers;
 
 static inline LLVMValueRef *pers_full(pers *s, int k, int node) {
@@ -85,6 +90,20 @@ typedef struct pers_loop {
 LLVMValueRef fz_pers_loop_begin(fz_emit *e, pers_loop *l, LLVMValueRef start,
                                 LLVMValueRef end, const char *name);
 void fz_pers_loop_end(fz_emit *e, pers_loop *l, LLVMValueRef step);
+
+/* persistent_prefetch.c: before the row loop, the first row's copies
+ * (`first`: the clamped row index, `any`: i1, the block has a row); in
+ * the loop, after row_start, the next row's copies (`next`, `more`) and
+ * the wait for the current row's; fz_pers_prefetch_load reads LOAD node
+ * i of group g from the current buffer into the group's table;
+ * fz_pers_prefetch_end flips the buffer at the end of a row. */
+bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any);
+bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more);
+bool fz_pers_prefetch_load(pers *s, int i, int g);
+void fz_pers_prefetch_end(pers *s);
+/* persistent.c: the offset bases of every access for one row (what
+ * row_start computes for the current row). */
+void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base);
 
 /* persistent_columns.c: the shared memory the ty tree of the column
  * partials needs (0 when block_y is 1), declared with the rows' scratch. */

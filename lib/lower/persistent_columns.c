@@ -15,12 +15,13 @@
  *      counters[0]; the last to arrive resets counters[0] to 0 (so the
  *      next launch needs no memset) and bumps the generation; the others
  *      spin on volatile loads of the generation until it moves;
- *   4. block b takes the column groups b * threads + tid, striding by
- *      gridDim.x * threads, sums the gridDim.x partials in block order
- *      (volatile loads: L1 is not coherent; four blocks' loads in flight
- *      before their adds) so that the result does not depend on timing,
- *      rounds to the node's dtype, computes the column-space nodes (a cast
- *      of grad-weight to bf16) and stores the column outputs.
+ *   4. the column groups are spread over the grid, each summed by the
+ *      lanes of a warp slice (final_pass says why): lane q sums blocks
+ *      q, q + slices, ... in order (volatile loads: L1 is not coherent),
+ *      a butterfly over the slices combines them, so the result does not
+ *      depend on timing; slice 0 rounds to the node's dtype, computes the
+ *      column-space nodes (a cast of grad-weight to bf16) and stores the
+ *      column outputs.
  * gridDim.x, never plan->grid_x: the executor may launch fewer blocks
  * than the plan asks for, to fit residency, and the kernel is shared by
  * plans whose grids differ.
@@ -312,57 +313,80 @@ static bool eval_col(pers *s, colpass *c, int i) {
   return true;
 }
 
-/* The sum over blocks [from, to) of column group gc's partials, `step`
- * blocks' loads before their adds, into the allocas acc[j][l]. */
+/* Into the allocas acc[j][l]: the partials of column point `col` of
+ * blocks from, from + step, ... below `to`, in that order. */
 static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
                        LLVMValueRef col, LLVMValueRef from, LLVMValueRef to,
-                       int step, const char *name) {
+                       int step) {
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
   pers_loop lp;
-  LLVMValueRef blk = fz_pers_loop_begin(e, &lp, from, to, name);
-  LLVMValueRef *got =
-      calloc((size_t)step * (size_t)s->ncol * (size_t)s->V, sizeof *got);
-  if (!got)
-    return fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory"), false;
-  for (int u = 0; u < step; u++) {
-    LLVMValueRef bu = u ? LLVMBuildAdd(b, blk, i64c(e, u), "") : blk;
-    LLVMValueRef at =
-        LLVMBuildAdd(b, LLVMBuildMul(b, bu, w->points, ""), col, "");
-    for (int j = 0; j < s->ncol; j++)
-      load_lanes(e, fz_emit_reg_type(e, col_acc(s, j)),
-                 fz_dtype_size(col_acc(s, j)), ws_ptr(s, w, j, at),
-                 got + ((size_t)u * (size_t)s->ncol + (size_t)j) * (size_t)s->V,
-                 s->V);
-  }
-  for (int u = 0; u < step; u++)
-    for (int j = 0; j < s->ncol; j++) {
-      fz_dtype t = col_acc(s, j);
-      fz_opcode code = s->p->nodes[s->colnode[j]].code;
-      for (int l = 0; l < s->V; l++) {
-        LLVMValueRef slot = acc[j * s->V + l];
-        LLVMValueRef a = LLVMBuildLoad2(b, fz_emit_reg_type(e, t), slot, "");
-        LLVMValueRef v =
-            got[((size_t)u * (size_t)s->ncol + (size_t)j) * (size_t)s->V + l];
-        LLVMValueRef r = fz_reduce_combine(e, code, t, a, v);
-        if (!r) {
-          free(got);
-          return false;
-        }
-        LLVMBuildStore(b, r, slot);
-      }
+  LLVMValueRef blk = fz_pers_loop_begin(e, &lp, from, to, "col.blocks");
+  LLVMValueRef at = LLVMBuildAdd(b, LLVMBuildMul(b, blk, w->points, ""), col, "");
+  LLVMValueRef got[FZ_LOWER_MAX_LANES];
+  for (int j = 0; j < s->ncol; j++) {
+    fz_dtype t = col_acc(s, j);
+    fz_opcode code = s->p->nodes[s->colnode[j]].code;
+    load_lanes(e, fz_emit_reg_type(e, t), fz_dtype_size(t), ws_ptr(s, w, j, at),
+               got, s->V);
+    for (int l = 0; l < s->V; l++) {
+      LLVMValueRef slot = acc[j * s->V + l];
+      LLVMValueRef a = LLVMBuildLoad2(b, fz_emit_reg_type(e, t), slot, "");
+      LLVMValueRef r = fz_reduce_combine(e, code, t, a, got[l]);
+      if (!r)
+        return false;
+      LLVMBuildStore(b, r, slot);
     }
-  free(got);
+  }
   fz_pers_loop_end(e, &lp, i64c(e, step));
   return !e->failed;
 }
 
+/* The lanes of each aligned group of `width` combined (butterfly), the
+ * allocas acc[j][l] replaced by the group's result in every lane. */
+static bool combine_slices(pers *s, LLVMValueRef *acc, int width,
+                           unsigned mask) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  for (int j = 0; j < s->ncol; j++) {
+    fz_dtype t = col_acc(s, j);
+    fz_opcode code = s->p->nodes[s->colnode[j]].code;
+    for (int l = 0; l < s->V; l++) {
+      LLVMValueRef v =
+          LLVMBuildLoad2(b, fz_emit_reg_type(e, t), acc[j * s->V + l], "");
+      for (int off = width / 2; off >= 1 && v; off /= 2) {
+        LLVMValueRef other = fz_emit_shfl_bfly(e, v, off, mask);
+        v = other ? fz_reduce_combine(e, code, t, v, other) : NULL;
+      }
+      if (!v)
+        return false;
+      LLVMBuildStore(b, v, acc[j * s->V + l]);
+    }
+  }
+  return !e->failed;
+}
+
+/* Step 4. The partials are gridDim.x rows of R values each, and R / V
+ * column groups are few next to the grid's threads (2048 for an 8192-wide
+ * f32 row, against 132 blocks of 512 threads): one thread per column
+ * group would leave all but a few SMs idle and walk gridDim.x partials
+ * one latency at a time. So each column group takes `slices` lanes of a
+ * warp: lane q sums blocks q, q + slices, ... in order, then a butterfly
+ * over the slices combines them. Both orders are fixed by the launch, so
+ * the result does not depend on timing. The pass loop is uniform across
+ * the block (every lane reaches the shuffles); the column groups a block
+ * covers per trip are threads / slices. */
 static bool final_pass(pers *s, const wspace *w) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
   int nodes = p->num_nodes;
+  int slices = p->threads >= 32 ? 32 : p->threads;
+  unsigned mask = slices == 32 ? 0xffffffffu : (1u << slices) - 1;
+  int shift = 0;
+  while ((1 << shift) < slices)
+    shift++;
 
   LLVMValueRef *acc = calloc((size_t)s->ncol * (size_t)s->V + 1, sizeof *acc);
   colpass c = {0};
@@ -376,16 +400,23 @@ static bool final_pass(pers *s, const wspace *w) {
       acc[j * s->V + l] = fz_pers_entry_alloca(
           s, fz_emit_reg_type(e, col_acc(s, j)), "col.sum");
 
-  LLVMValueRef threads = i64c(e, p->threads);
-  LLVMValueRef start = LLVMBuildAdd(
-      b, LLVMBuildMul(b, to_i64(e, fz_emit_sreg(e, "ctaid.x")), threads, ""),
-      to_i64(e, s->bs.tid), "col.first");
-  LLVMValueRef stride = LLVMBuildMul(b, w->blocks, threads, "col.stride");
+  LLVMValueRef tid = to_i64(e, s->bs.tid);
+  LLVMValueRef slice =
+      LLVMBuildAnd(b, tid, i64c(e, slices - 1), "col.slice");
+  LLVMValueRef local = LLVMBuildLShr(b, tid, i64c(e, shift), "col.local");
+  LLVMValueRef per_block = i64c(e, p->threads / slices);
+  LLVMValueRef start = LLVMBuildMul(
+      b, to_i64(e, fz_emit_sreg(e, "ctaid.x")), per_block, "col.first");
+  LLVMValueRef stride = LLVMBuildMul(b, w->blocks, per_block, "col.stride");
+  LLVMValueRef groups = to_i64(e, s->r_groups);
   pers_loop cl;
-  LLVMValueRef gc =
-      ok ? fz_pers_loop_begin(e, &cl, start, to_i64(e, s->r_groups), "col")
-         : NULL;
+  LLVMValueRef base =
+      ok ? fz_pers_loop_begin(e, &cl, start, groups, "col") : NULL;
+  LLVMValueRef gc = NULL, valid = NULL;
   if (ok) {
+    gc = LLVMBuildAdd(b, base, local, "col.group");
+    valid = LLVMBuildICmp(b, LLVMIntULT, gc, groups, "col.valid");
+    gc = LLVMBuildSelect(b, valid, gc, i64c(e, 0), "");
     for (int j = 0; j < s->ncol; j++) {
       const fz_plan_node *n = &p->nodes[s->colnode[j]];
       LLVMValueRef id = fz_reduce_identity(e, n->code, col_acc(s, j));
@@ -393,12 +424,16 @@ static bool final_pass(pers *s, const wspace *w) {
         LLVMBuildStore(b, id, acc[j * s->V + l]);
     }
     LLVMValueRef col = LLVMBuildMul(b, gc, i64c(e, s->V), "col.point");
-    LLVMValueRef four =
-        LLVMBuildAnd(b, w->blocks, i64c(e, ~(int64_t)3), "blocks.by4");
-    ok = sum_blocks(s, w, acc, col, i64c(e, 0), four, 4, "col.blocks4") &&
-         sum_blocks(s, w, acc, col, four, w->blocks, 1, "col.blocks");
+    ok = sum_blocks(s, w, acc, col, slice, w->blocks, slices) &&
+         combine_slices(s, acc, slices, mask);
   }
+  fz_if writer;
   if (ok) {
+    fz_if_begin(e, &writer,
+                LLVMBuildAnd(b, valid,
+                             LLVMBuildICmp(b, LLVMIntEQ, slice, i64c(e, 0), ""),
+                             ""),
+                "col.store");
     /* the column's coordinates, in the index type */
     LLVMValueRef gi =
         LLVMTypeOf(gc) == e->t_idx ? gc : LLVMBuildTrunc(b, gc, e->t_idx, "");
@@ -426,6 +461,7 @@ static bool final_pass(pers *s, const wspace *w) {
         ok = fz_kernel_store_node(k, i, c.vals, off, s->V);
       }
     }
+    fz_if_end(e, &writer);
     if (ok)
       fz_pers_loop_end(e, &cl, stride);
   }

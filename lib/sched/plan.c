@@ -33,9 +33,32 @@ void fz_plan_launch_shape(const fz_plan *p, unsigned grid[3],
   block[2] = 1;
 }
 
+bool fz_plan_prefetched(const fz_plan *p, int a) {
+  const fz_plan_access *acc = &p->accesses[a];
+  if (!p->prefetch || acc->is_output)
+    return false;
+  bool along_kept = false, along_r = false, full_load = false;
+  for (int d = 0; d < p->rank; d++) {
+    along_kept |= !p->reduced[d] && acc->strides[d] != 0;
+    along_r |= p->reduced[d] && acc->strides[d] != 0;
+  }
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    full_load |= n->kind == FZ_NODE_LOAD && n->access == a && !n->post &&
+                 !n->column;
+  }
+  return along_kept && along_r && full_load;
+}
+
+/* Only prefetching plans take dynamic shared memory: two buffers, each
+ * with every prefetched access's groups for every thread. */
 size_t fz_plan_shared_bytes(const fz_plan *p) {
-  (void)p; /* every kind so far declares its shared memory statically */
-  return 0;
+  size_t one = 0;
+  for (int a = 0; a < p->num_accesses; a++)
+    if (fz_plan_prefetched(p, a))
+      one += (size_t)p->persistent * (size_t)p->threads *
+             (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
+  return 2 * one;
 }
 
 int64_t fz_plan_num_groups(const fz_plan *p) {
@@ -228,9 +251,10 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
                 kind_name(p->kind), p->rank, p->vector, p->unroll, p->threads,
                 p->index32 ? 32 : 64);
   if (is_reduction(p)) {
-    fz_buf_printf(&b, "block=%dx%d split=%s persistent=%d phases=%d%s reduced=",
+    fz_buf_printf(&b, "block=%dx%d split=%s persistent=%d phases=%d%s%s reduced=",
                   p->block_x, p->block_y, p->split > 1 ? "grid" : "none",
-                  p->persistent, p->phases, p->cooperative ? " coop" : "");
+                  p->persistent, p->phases, p->cooperative ? " coop" : "",
+                  p->prefetch ? " prefetch" : "");
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
     fz_buf_puts(&b, "\n");
@@ -264,9 +288,10 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT)
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
-                  "persistent=%d phases=%d%s\n",
+                  "persistent=%d phases=%d%s%s\n",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
-                  p->phases, p->cooperative ? " cooperative" : "");
+                  p->phases, p->cooperative ? " cooperative" : "",
+                  p->prefetch ? " prefetch" : "");
   else if (is_reduction(p))
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 "x%d block=%dx%d vector=%d "

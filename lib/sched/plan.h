@@ -160,7 +160,18 @@ typedef struct fz_plan {
   int persistent;
   int phases;
   bool cooperative;
+  /* Persistent plans whose blocks walk several rows: while a block works
+   * on one row, the next row's row-varying inputs (fz_plan_prefetched)
+   * are already on their way into shared memory (cp.async, sm_80+), two
+   * buffers alternating by row, so the block never stops to wait for a
+   * row's loads; row-constant inputs (mean, rstd) are loaded a row ahead
+   * into registers. Dynamic shared memory: fz_plan_shared_bytes. */
+  bool prefetch;
 } fz_plan;
+
+/* Whether access `a` is one a prefetching plan copies ahead: an input
+ * read in the full space that varies along the rows and the columns. */
+bool fz_plan_prefetched(const fz_plan *plan, int a);
 
 /* ---- kernel parameters: the one place lowering and launch agree ------- *
  * Order: one pointer per access (same order as plan->accesses), then the

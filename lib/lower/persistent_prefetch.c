@@ -1,0 +1,207 @@
+/* persistent_prefetch.c - a prefetching persistent kernel keeps the next
+ * row's loads in flight while it works on the current row.
+ *
+ * Why: an inner-outer plan runs one or two blocks per SM (its registers
+ * hold the row and the column partials), each walking many rows. Without
+ * prefetch every row starts with all its loads and then waits a full
+ * memory latency before the first arithmetic, and the memory system idles
+ * while the block reduces and stores. With it, the row's loads were issued
+ * one row earlier and the wait is short or none.
+ *
+ * How: two buffers in dynamic shared memory, alternating by row. Each
+ * thread copies exactly the pieces of the row that it later reads itself
+ * (cp.async, global -> shared, no registers), so no barrier is needed: a
+ * thread's cp.async.wait_group orders its own copies. The buffer a thread
+ * refills was read by the same thread one row earlier, into registers
+ * whose values have since been used. Row-constant inputs (mean, rstd) are
+ * loaded one row ahead into registers, carried across the loop in an
+ * alloca (promoted by mem2reg), so their latency is hidden too.
+ *
+ * Layout: buffer (0/1) -> prefetched access (plan order) -> group -> the
+ * block's threads -> this thread's V lanes (V * element size bytes). With
+ * 16-byte pieces a warp's reads and copies cover whole bank rows.
+ */
+#include "persistent.h"
+
+#include <stdio.h>
+
+enum { MAX_ACCESSES = 256 }; /* the launcher's limit too */
+
+static LLVMValueRef i32c(fz_emit *e, unsigned long long v) {
+  return LLVMConstInt(e->t_i32, v, 0);
+}
+
+static size_t slot_bytes(const pers *s, int a) {
+  return (size_t)s->V * fz_dtype_size(s->p->accesses[a].dtype);
+}
+
+/* Bytes of one buffer before access a's groups, and of a whole buffer. */
+static size_t access_base(const pers *s, int a) {
+  size_t at = 0;
+  for (int j = 0; j < a; j++)
+    if (fz_plan_prefetched(s->p, j))
+      at += (size_t)s->G * (size_t)s->p->threads * slot_bytes(s, j);
+  return at;
+}
+
+/* This thread's slot of access a, group g, in buffer `buf` (i32). */
+static LLVMValueRef slot(pers *s, int a, int g, LLVMValueRef buf) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  size_t sb = slot_bytes(s, a);
+  size_t half = access_base(s, s->p->num_accesses);
+  size_t fixed = access_base(s, a) + (size_t)g * (size_t)s->p->threads * sb;
+  LLVMValueRef off = LLVMBuildAdd(
+      b, LLVMBuildMul(b, buf, i32c(e, half), ""),
+      LLVMBuildAdd(b, i32c(e, fixed),
+                   LLVMBuildMul(b, s->bs.tid, i32c(e, sb), ""), ""),
+      "");
+  return LLVMBuildInBoundsGEP2(b, e->t_i8, s->pf_smem, &off, 1, "pf.slot");
+}
+
+/* cp.async of this thread's pieces of every prefetched access for the row
+ * whose offset bases are `base`, into buffer `buf`. */
+static bool copy_row(pers *s, const LLVMValueRef *base, LLVMValueRef buf) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  int A = p->num_accesses;
+  for (int a = 0; a < A; a++) {
+    if (!fz_plan_prefetched(p, a))
+      continue;
+    fz_dtype d = p->accesses[a].dtype;
+    size_t sb = slot_bytes(s, a);
+    int piece = sb >= 16 ? 16 : (int)sb;
+    char name[48];
+    snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d",
+             piece == 16 ? "cg" : "ca", piece);
+    for (int g = 0; g < s->G; g++) {
+      LLVMValueRef off = LLVMBuildNSWAdd(
+          b, base[a], s->roff[(size_t)g * (size_t)A + (size_t)a], "");
+      LLVMValueRef src = LLVMBuildInBoundsGEP2(b, fz_emit_mem_type(e, d),
+                                               k->acc[a].ptr, &off, 1, "");
+      LLVMValueRef dst = slot(s, a, g, buf);
+      for (size_t at = 0; at < sb; at += (size_t)piece) {
+        LLVMValueRef step = i32c(e, at);
+        LLVMValueRef args[2] = {
+            at ? LLVMBuildInBoundsGEP2(b, e->t_i8, dst, &step, 1, "") : dst,
+            at ? LLVMBuildInBoundsGEP2(b, e->t_i8, src, &step, 1, "") : src};
+        if (!fz_emit_intrinsic(e, name, NULL, 0, args, 2))
+          return false;
+      }
+    }
+  }
+  return !e->failed;
+}
+
+static bool is_row_load(const pers *s, int i) {
+  const fz_plan_node *n = &s->p->nodes[i];
+  return n->kind == FZ_NODE_LOAD && s->space[i] == PS_ROW &&
+         !s->p->accesses[n->access].is_output;
+}
+
+/* Row-constant loads of the row at `base`, into their allocas. */
+static bool load_row_values(pers *s, const LLVMValueRef *base) {
+  fz_kernel *k = s->k;
+  const fz_plan *p = s->p;
+  for (int i = 0; i < p->num_nodes; i++) {
+    if (!is_row_load(s, i))
+      continue;
+    const fz_plan_node *n = &p->nodes[i];
+    const fz_plan_access *a = &p->accesses[n->access];
+    LLVMValueRef v;
+    if (!fz_emit_load(&k->e, a, k->acc[n->access].ptr, base[n->access],
+                      fz_kernel_inner_stride(k, n->access), 1, &v) ||
+        !(v = fz_emit_convert(&k->e, v, a->dtype, n->dtype)))
+      return false;
+    LLVMBuildStore(k->e.b, v, s->pf_rowval[i]);
+  }
+  return !k->e.failed;
+}
+
+bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  LLVMTypeRef t = LLVMArrayType2(e->t_i8, 0);
+  s->pf_smem = LLVMAddGlobalInAddressSpace(e->mod, t, "fz_prefetch", 3);
+  LLVMSetLinkage(s->pf_smem, LLVMExternalLinkage);
+  LLVMSetAlignment(s->pf_smem, 16);
+  s->pf_parity = fz_pers_entry_alloca(s, e->t_i32, "pf.parity");
+  LLVMBuildStore(b, i32c(e, 0), s->pf_parity);
+  for (int i = 0; i < p->num_nodes; i++)
+    if (is_row_load(s, i))
+      s->pf_rowval[i] = fz_pers_entry_alloca(
+          s, fz_emit_reg_type(e, p->nodes[i].dtype), "pf.row");
+  LLVMValueRef base[MAX_ACCESSES];
+  if (p->num_accesses > MAX_ACCESSES)
+    return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
+  fz_pers_row_bases(s, first, base);
+  fz_if has;
+  fz_if_begin(e, &has, any, "pf.first");
+  if (!copy_row(s, base, i32c(e, 0)))
+    return false;
+  fz_if_end(e, &has);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+  return load_row_values(s, base);
+}
+
+bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  /* the current row's row-constant values, then the next row's loads */
+  for (int i = 0; i < p->num_nodes; i++) {
+    if (!is_row_load(s, i))
+      continue;
+    LLVMValueRef v = LLVMBuildLoad2(
+        b, fz_emit_reg_type(e, p->nodes[i].dtype), s->pf_rowval[i], "");
+    fz_set_name(v, "row.n%d", i);
+    s->rowt[(size_t)i * (size_t)s->V] = v;
+    s->done[(size_t)s->G * (size_t)p->num_nodes + (size_t)i] = true;
+  }
+  LLVMValueRef base[MAX_ACCESSES];
+  if (p->num_accesses > MAX_ACCESSES)
+    return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
+  fz_pers_row_bases(s, next, base);
+  LLVMValueRef parity = LLVMBuildLoad2(b, e->t_i32, s->pf_parity, "pf.buf");
+  fz_if more_rows;
+  fz_if_begin(e, &more_rows, more, "pf.next");
+  if (!copy_row(s, base, LLVMBuildXor(b, parity, i32c(e, 1), "")))
+    return false;
+  fz_if_end(e, &more_rows);
+  /* an empty group when there is no next row keeps "all but the newest"
+   * meaning "the current row's" */
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+  LLVMValueRef one = i32c(e, 1);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
+  return load_row_values(s, base);
+}
+
+bool fz_pers_prefetch_load(pers *s, int i, int g) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  const fz_plan *p = s->p;
+  const fz_plan_node *n = &p->nodes[i];
+  const fz_plan_access *a = &p->accesses[n->access];
+  LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "pf.buf");
+  LLVMValueRef from = slot(s, n->access, g, parity);
+  LLVMValueRef *out = fz_slot_val(p, pers_full(s, g, 0), i);
+  if (!fz_emit_load(e, a, from, fz_kernel_idx(k, 0), fz_kernel_idx(k, 1), s->V,
+                    out))
+    return false;
+  for (int l = 0; l < s->V; l++)
+    if (!(out[l] = fz_emit_convert(e, out[l], a->dtype, n->dtype)))
+      return false;
+  return !e->failed;
+}
+
+void fz_pers_prefetch_end(pers *s) {
+  fz_emit *e = &s->k->e;
+  LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "");
+  LLVMBuildStore(e->b, LLVMBuildXor(e->b, parity, i32c(e, 1), ""),
+                 s->pf_parity);
+}
