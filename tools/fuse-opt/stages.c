@@ -12,6 +12,7 @@
 
 #include "runtime/compile.h"
 #include "sched/axis_map.h"
+#include "sched/segment.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,22 +85,61 @@ fz_status fo_emit_sched(fz_fusion *f, const fo_options *o, FILE *out,
   return st;
 }
 
-/* Segments: every fusion is one segment until segmentation lands; a
- * fusion no scheduler accepts is reported with each scheduler's reason. */
+/* Segments: the segmentation of the made-up problem (one segment when a
+ * scheduler takes the whole fusion), each segment with the kernel its
+ * plan names, then the merges that were rejected and why. */
+static fz_status segment_kernels(const stage_problem *sp,
+                                 const fz_segmentation *seg,
+                                 const char **kernels, fz_error *err) {
+  fz_tensor_desc *ims = fz_arena_alloc(
+      sp->arena, sizeof *ims * (size_t)(seg->num_intermediates + 1));
+  for (int i = 0; i < seg->num_intermediates; i++)
+    fz_intermediate_desc(&seg->intermediates[i], sp->symbols, &ims[i]);
+  for (int k = 0; k < seg->num_segments; k++) {
+    fz_problem pb;
+    fz_segment_problem(seg, k, &sp->problem, ims, sp->arena, &pb);
+    fz_plan *plan = NULL;
+    fz_status st = fz_schedule(&pb, sp->arena, &plan, err);
+    if (st != FZ_OK)
+      return st;
+    kernels[k] = plan->kernel_name;
+  }
+  return FZ_OK;
+}
+
 fz_status fo_emit_segments(fz_fusion *f, const fo_options *o, FILE *out,
                            fz_error *err) {
   stage_problem sp = {0};
   fz_status st = schedule(f, o, out, &sp, err);
-  const char *name = fz_schedule_pick(&sp.problem);
-  if (st == FZ_OK) {
-    fprintf(out, "segments @%s: 1\n", f->name);
-    fprintf(out, "  segment 0: %d ops, scheduler %s, kernel %s\n", f->num_ops,
-            name ? name : "?", sp.plan->kernel_name);
+  if (!sp.symbols) {
+    release(&sp);
+    return st;
   }
+  fz_segmentation *seg = NULL;
+  st = fz_segment_fusion(&sp.problem, &seg, err);
+  const char **kernels = NULL;
+  if (st == FZ_OK) {
+    kernels = fz_arena_alloc(sp.arena,
+                             sizeof *kernels * (size_t)seg->num_segments);
+    st = segment_kernels(&sp, seg, kernels, err);
+  }
+  if (st == FZ_OK) {
+    fz_buf b = {0};
+    fz_segmentation_print_kernels(seg, kernels, &b);
+    char *text = fz_buf_take(&b);
+    if (!text)
+      st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+    else
+      fputs(text, out);
+    free(text);
+  }
+  fz_segmentation_destroy(seg);
   release(&sp);
   return st;
 }
 
+/* Every scheduler's verdict on the whole fusion; when none takes it, also
+ * on each segment the segmenter chose. */
 fz_status fo_emit_explain(fz_fusion *f, const fo_options *o, FILE *out,
                           fz_error *err) {
   stage_problem sp = {0};
@@ -111,13 +151,27 @@ fz_status fo_emit_explain(fz_fusion *f, const fo_options *o, FILE *out,
   fprintf(out, "explain @%s (the whole fusion as one segment):\n", f->name);
   fz_buf b = {0};
   fz_schedule_explain(&sp.problem, &b);
+  fz_segmentation *seg = NULL;
+  if (st != FZ_OK && fz_segment_fusion(&sp.problem, &seg, NULL) == FZ_OK) {
+    fz_tensor_desc *ims = fz_arena_alloc(
+        sp.arena, sizeof *ims * (size_t)(seg->num_intermediates + 1));
+    for (int i = 0; i < seg->num_intermediates; i++)
+      fz_intermediate_desc(&seg->intermediates[i], sp.symbols, &ims[i]);
+    for (int k = 0; k < seg->num_segments; k++) {
+      fz_problem pb;
+      fz_segment_problem(seg, k, &sp.problem, ims, sp.arena, &pb);
+      fz_buf_printf(&b, "explain @%s (segment %d of %d):\n",
+                    seg->segments[k].fusion->name, k, seg->num_segments);
+      fz_schedule_explain(&pb, &b);
+    }
+  }
+  fz_segmentation_destroy(seg);
   char *text = fz_buf_take(&b);
   if (text)
     fputs(text, out);
   free(text);
   release(&sp);
   /* Explaining a rejection is a successful explanation. */
-  (void)st;
   *err = (fz_error){0};
   return FZ_OK;
 }
