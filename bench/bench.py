@@ -6,11 +6,18 @@ Times are medians over many runs measured with CUDA events after warm-up
 (fuse-run does the same for fz and also validates its outputs against the
 reference interpreter before timing). GB/s counts each input read once and
 each output written once; "% copy" is against a device-to-device copy
-measured here. Prints a Markdown table; --json writes the raw numbers.
+measured here. Prints a Markdown table; --json writes the raw numbers;
+--report DIR writes DIR/report.md (the machine, the versions and the
+table) and DIR/report.png (GB/s per workload, with the copy as a line;
+needs matplotlib, else only the Markdown is written) and DIR/results.json,
+from which --from-json regenerates the report without a GPU.
 
-usage: bench.py [--fuse-run PATH] [--only NAME[,NAME]] [--iters K] [--json F]
+usage: bench.py [--fuse-run PATH] [--only NAME[,NAME]] [--iters K]
+                [--json F] [--report DIR] [--no-compile]
+       bench.py --from-json F --report DIR
 """
 import argparse
+import datetime
 import json
 import os
 import re
@@ -77,6 +84,15 @@ def workloads():
             raise ValueError(kind)
         return build
 
+    def transpose():
+        x = rand(8192, 8192)
+        return [x], lambda x: x.t().contiguous(), 2 * 4 * x.numel()
+
+    def nchw_to_nhwc():
+        x = rand(64, 256, 56, 56)
+        fn = lambda x: x.contiguous(memory_format=torch.channels_last)
+        return [x], fn, 2 * 4 * x.numel()
+
     T = "../../test/gpu/"
     M, N = 16384, 36864
     return [
@@ -114,6 +130,10 @@ def workloads():
         ("[2048,8192] dim 0", "sum_cols.fz", "M=2048,N=8192", red((2048, 8192), 0)),
         ("[64,56,56,256] channels-last sum (0,1,2)", "sum_channels_last.fz",
          "N=64,H=56,W=56,C=256", red((64, 56, 56, 256), (0, 1, 2))),
+        # Layout changes: bytes are read + write.
+        ("transpose 8192 f32", "transpose_8192.fz", "M=8192,N=8192", transpose),
+        ("nchw->nhwc 64x256x56x56", "nchw_to_nhwc.fz", "N=64,C=256,H=56,W=56",
+         nchw_to_nhwc),
     ]
 
 
@@ -143,11 +163,38 @@ def copy_bandwidth(iters):
     return 2 * 4 * n / (us * 1e-6) / 1e9
 
 
+def symbols_of(text):
+    """The symbol names a fusion's text uses in its types ([M, b1->N])."""
+    names = set()
+    for dims in re.findall(r"\[([^\]]*)\]", text):
+        for e in dims.split(","):
+            e = e.strip().split("->")[-1].strip()
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e) and e != "b1":
+                names.add(e)
+    return names
+
+
+def sizes_for(path, sizes):
+    """The SYM=N items of `sizes` the fusion at `path` has symbols for
+    (fuse-run rejects the others): a fusion written with constant extents
+    needs none."""
+    try:
+        with open(path) as fh:
+            used = symbols_of(re.sub(r"//[^\n]*", "", fh.read()))
+    except OSError:
+        return sizes
+    return ",".join(i for i in sizes.split(",") if i.split("=")[0] in used)
+
+
 def run_fz(fuse_run, fusion, sizes, iters):
     # The interpreter would take minutes on these sizes: correctness of the
     # same schedulers is what the gpu-labelled tests check.
-    cmd = [fuse_run, os.path.join(HERE, "fusions", fusion), "--size", sizes,
-           "--iters", str(iters), "--no-validate"]
+    path = os.path.join(HERE, "fusions", fusion)
+    if not os.path.exists(path):
+        return None, "no fusion file %s" % path
+    sizes = sizes_for(path, sizes)
+    cmd = [fuse_run, path] + (["--size", sizes] if sizes else []) + [
+        "--iters", str(iters), "--no-validate"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     out = p.stdout + p.stderr
     m = re.search(r"time: median ([0-9.]+) us", out)
@@ -156,18 +203,188 @@ def run_fz(fuse_run, fusion, sizes, iters):
     return float(m.group(1)), out
 
 
+# ---- the report ------------------------------------------------------------------
+
+
+def driver_version():
+    """The NVIDIA driver's version (nvidia-smi), else the CUDA driver API
+    version from libcuda, else None."""
+    try:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                            "--format=csv,noheader"], capture_output=True,
+                           text=True, timeout=30)
+        if p.returncode == 0 and p.stdout.strip():
+            return p.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        import ctypes
+        v = ctypes.c_int()
+        if ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v)) == 0:
+            return "CUDA %d.%d" % (v.value // 1000, v.value % 1000 // 10)
+    except OSError:
+        pass
+    return None
+
+
+def git_commit():
+    try:
+        p = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                           capture_output=True, text=True, timeout=10)
+        return p.stdout.strip() or None if p.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def gbs(nbytes, us):
+    return nbytes / (us * 1e-6) / 1e9 if us else None
+
+
+def fmt(v, p=1):
+    return "—" if v is None else f"{v:.{p}f}"
+
+
+def write_report(data, out_dir):
+    """DIR/report.md and, with matplotlib, DIR/report.png, from the dict
+    main() saves as JSON (so --from-json can redo it)."""
+    os.makedirs(out_dir, exist_ok=True)
+    copy = data["copy_gbs"]
+    res = data["results"]
+    png = os.path.join(out_dir, "report.png")
+    chart = write_chart(data, png)
+    lines = ["# fz benchmark report", ""]
+    meta = [("date", data.get("date")), ("GPU", data.get("device")),
+            ("driver", data.get("driver")), ("torch", data.get("torch")),
+            ("fz commit", data.get("commit")),
+            ("runs", "median of %s timed runs each (CUDA events, after "
+                     "warm-up)" % data.get("iters", "?")),
+            ("copy", "%.0f GB/s (device-to-device copy, read + write)" % copy)]
+    lines += ["- %s: %s" % (k, v) for k, v in meta if v is not None]
+    lines += ["",
+              "GB/s counts each input read once and each output written once "
+              "(layout changes: read + write); % copy is against the copy "
+              "above. fz runs through fuse-run (--no-validate: the gpu "
+              "ctests validate the same plans); eager and torch.compile "
+              "(default mode, compiled once before timing) run in the same "
+              "process. — means the run failed or was skipped.", ""]
+    head = ["workload", "MB"]
+    for who in ("fz", "eager", "compile"):
+        head += ["%s us" % who, "%s GB/s" % who, "%s %% copy" % who]
+    head.append("fz fastest")
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for r in res:
+        row = [r["workload"], "%.0f" % (r["bytes"] / 1e6)]
+        for key in ("fz_us", "eager_us", "compile_us"):
+            us = r.get(key)
+            g = gbs(r["bytes"], us)
+            row += [fmt(us), fmt(g, 0), fmt(g / copy * 100 if g else None)]
+        times = [t for t in (r.get("eager_us"), r.get("compile_us")) if t]
+        fz = r.get("fz_us")
+        row.append("—" if not fz or not times else
+                   ("yes" if fz <= min(times) else "no"))
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    if chart is True:
+        lines += ["![GB/s per workload: fz, eager, torch.compile; the line is "
+                  "the copy](report.png)", ""]
+    else:
+        lines += ["(No chart: %s.)" % chart, ""]
+    md = os.path.join(out_dir, "report.md")
+    with open(md, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("# wrote %s%s" % (md, " and %s" % png if chart is True else
+                            " (no chart: %s)" % chart), file=sys.stderr)
+
+
+def write_chart(data, path):
+    """A horizontal bar chart of GB/s, three bars per workload; True, or
+    the reason there is none."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return "matplotlib is not installed (%s)" % e
+    res = data["results"]
+    names = [r["workload"] for r in res]
+    n = len(names)
+    fig, ax = plt.subplots(figsize=(11, 1.5 + 0.42 * n * 1.0))
+    h = 0.27
+    for k, (key, label, color) in enumerate((
+            ("fz_us", "fz", "#2a7ab9"), ("eager_us", "PyTorch eager", "#999999"),
+            ("compile_us", "torch.compile", "#e3882f"))):
+        vals = [gbs(r["bytes"], r.get(key)) or 0 for r in res]
+        ax.barh([i + (k - 1) * h for i in range(n)], vals, height=h,
+                label=label, color=color)
+    ax.axvline(data["copy_gbs"], color="#c0392b", linestyle="--", linewidth=1.2,
+               label="copy (%.0f GB/s)" % data["copy_gbs"])
+    ax.set_yticks(range(n))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("GB/s (each input read once, each output written once)")
+    title = "fz vs PyTorch"
+    if data.get("device"):
+        title += " on %s" % data["device"]
+    if data.get("date"):
+        title += ", %s" % data["date"][:10]
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    # Below the axes, where no bar can be hidden behind it.
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=4,
+               fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def print_table(data):
+    copy = data["copy_gbs"]
+    print(f"\n{data['device']}, copy {copy:.0f} GB/s (read+write), medians of "
+          f"{data.get('iters', '?')} runs\n")
+    print("| workload | MB | fz us | fz GB/s | % copy | eager us | compile us | fz fastest |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in data["results"]:
+        fz, eager, comp = r.get("fz_us"), r.get("eager_us"), r.get("compile_us")
+        g = gbs(r["bytes"], fz)
+        best = min([t for t in (eager, comp) if t] or [float("inf")])
+        print(f"| {r['workload']} | {r['bytes']/1e6:.0f} | {fmt(fz)} | {fmt(g, 0)} | "
+              f"{fmt(g / copy * 100 if g else None)} | {fmt(eager)} | {fmt(comp)} | "
+              f"{'yes' if fz and fz <= best else 'no'} |")
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--fuse-run", default=os.path.join(HERE, "..", "build-gpu", "bin", "fuse-run"))
-    ap.add_argument("--only", default="")
-    ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--json", default="")
-    ap.add_argument("--no-compile", action="store_true")
+    ap = argparse.ArgumentParser(
+        description="Each workload through fz (fuse-run), PyTorch eager and "
+                    "torch.compile, in one process on one GPU.")
+    ap.add_argument("--fuse-run", default=os.path.join(HERE, "..", "build-gpu", "bin", "fuse-run"),
+                    help="the fuse-run binary (default: build-gpu/bin/fuse-run)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated substrings: run the workloads whose "
+                         "name contains one")
+    ap.add_argument("--iters", type=int, default=50, help="timed runs per measurement")
+    ap.add_argument("--json", default="", help="write the raw numbers to this file")
+    ap.add_argument("--report", default="",
+                    help="write DIR/report.md, DIR/report.png and DIR/results.json")
+    ap.add_argument("--from-json", default="",
+                    help="no GPU run: rebuild the table and --report from a "
+                         "saved results JSON")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = ap.parse_args()
+
+    if args.from_json:
+        with open(args.from_json) as fh:
+            data = json.load(fh)
+        print_table(data)
+        if args.report:
+            write_report(data, args.report)
+        return 0
+
     import torch
     name = torch.cuda.get_device_name()
     copy = copy_bandwidth(20)
-    rows, raw = [], []
+    raw = []
     only = [s for s in args.only.split(",") if s]
     for label, fusion, sizes, build in workloads():
         if only and not any(o in label for o in only):
@@ -186,23 +403,25 @@ def main():
         fz, log = run_fz(args.fuse_run, fusion, sizes, args.iters)
         if fz is None:
             print(f"# fz failed on {label}:\n{log}", file=sys.stderr)
-        gbs = lambda us: nbytes / (us * 1e-6) / 1e9 if us else None
         raw.append(dict(workload=label, bytes=nbytes, fz_us=fz, eager_us=eager,
                         compile_us=comp, copy_gbs=copy))
-        best = min(t for t in (eager, comp) if t)
-        rows.append((label, nbytes, fz, gbs(fz), (gbs(fz) or 0) / copy * 100, eager, comp,
-                     "yes" if fz and fz <= best else "no"))
         print(f"# {label}: fz {fz} us, eager {eager:.1f} us, compile {comp}", file=sys.stderr)
-    print(f"\n{name}, copy {copy:.0f} GB/s (read+write), medians of {args.iters} runs\n")
-    print("| workload | MB | fz us | fz GB/s | % copy | eager us | compile us | fz fastest |")
-    print("|---|---|---|---|---|---|---|---|")
-    f = lambda v, p=1: "—" if v is None else f"{v:.{p}f}"
-    for r in rows:
-        print(f"| {r[0]} | {r[1]/1e6:.0f} | {f(r[2])} | {f(r[3],0)} | {f(r[4])} | {f(r[5])} | {f(r[6])} | {r[7]} |")
+    data = dict(device=name, copy_gbs=copy, iters=args.iters, results=raw,
+                date=datetime.datetime.now(datetime.timezone.utc)
+                .strftime("%Y-%m-%d %H:%M UTC"),
+                driver=driver_version(), torch=torch.__version__,
+                cuda=torch.version.cuda, commit=git_commit())
+    print_table(data)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(dict(device=name, copy_gbs=copy, results=raw), fh, indent=1)
+            json.dump(data, fh, indent=1)
+    if args.report:
+        os.makedirs(args.report, exist_ok=True)
+        with open(os.path.join(args.report, "results.json"), "w") as fh:
+            json.dump(data, fh, indent=1)
+        write_report(data, args.report)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

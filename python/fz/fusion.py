@@ -85,17 +85,77 @@ class _Built:
         self.text = text
 
 
+def _raw_stream_getter():
+    """A function device_index -> the current CUDA stream's handle (int).
+    torch.cuda.current_stream() builds a Stream object on every call (a few
+    microseconds); torch._C._cuda_getCurrentRawStream, what torch.compile's
+    generated code calls, returns the integer directly. Fall back to the
+    public call where the private one is missing."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda index: torch.cuda.current_stream(index).cuda_stream
+
+
 class _Call:
     """Everything a repeated call with the same sizes, strides and dtypes
-    needs: the executor and prefilled argument arrays."""
+    needs, prepared once so that a call does no more than it must: the
+    argument arrays of fz_executor_run, filled in but for the pointers; a
+    c_uint64 view of each pointer slot (setting .value on it writes the
+    array in place, without making a Structure per element as indexing
+    does); the output allocations' arguments; the error struct and the
+    byref() of everything ctypes passes by pointer."""
 
     def __init__(self, built, device, inputs, outputs, out_specs, scalars):
+        import torch
         self.built = built
         self.device = device
         self.inputs = inputs
         self.outputs = outputs
         self.out_specs = out_specs  # (sizes, strides, torch dtype)
         self.scalars = scalars      # input index -> torch dtype, for numbers
+        size = ctypes.sizeof(_lib.DeviceTensor)
+        data = _lib.DeviceTensor.data.offset
+        self.in_slots = [ctypes.c_uint64.from_buffer(inputs, i * size + data)
+                         for i in range(len(inputs))]
+        self.out_slots = [ctypes.c_uint64.from_buffer(outputs, i * size + data)
+                          for i in range(len(outputs))]
+        self.executor = ctypes.c_void_p(built.executor.value)
+        self.err = _lib.Error()
+        self.err_ref = ctypes.byref(self.err)
+        self.empty_strided = torch.empty_strided
+        self.stream_of = _raw_stream_getter()
+        self.device_index = device.index
+        self.run_fn = _lib.lib().fz_executor_run
+
+    def run(self, args, name):
+        keep = None
+        slots = self.in_slots
+        scalars = self.scalars
+        for i, a in enumerate(args):
+            if scalars and i in scalars and not hasattr(a, "data_ptr"):
+                import torch
+                a = torch.tensor(a, dtype=scalars[i], device=self.device)
+                keep = (keep or []) + [a]
+            slots[i].value = a.data_ptr()
+        outs = []
+        empty = self.empty_strided
+        dev = self.device
+        for slot, (sizes, strides, dtype) in zip(self.out_slots,
+                                                 self.out_specs):
+            o = empty(sizes, strides, dtype=dtype, device=dev)
+            slot.value = o.data_ptr()
+            outs.append(o)
+        st = self.run_fn(self.executor, self.inputs, len(args), self.outputs,
+                         len(outs), self.stream_of(self.device_index),
+                         self.err_ref)
+        if st != _lib.FZ_OK:
+            _lib.raise_error(self.err, "fusion %s" % name)
+        # Numbers made into tensors (`keep`) are freed once the launch is
+        # queued: torch's caching allocator gives their memory only to work
+        # queued after it on the same stream.
+        return outs
 
 
 class FusionDefinition:
@@ -332,12 +392,11 @@ class FusionDefinition:
         define order; Python numbers or 0-dim CUDA tensors for scalars) on
         torch.cuda.current_stream(), and returns the outputs as new torch
         tensors, in add_output order."""
-        import torch
         if self._defining or not self._outputs:
             raise RuntimeError("execute a FusionDefinition after the `with` "
                                "block that defines it (and adds outputs)")
         self._done = True
-        args = list(inputs)
+        args = inputs if type(inputs) in (list, tuple) else list(inputs)
         sig = _signature(args)
         with self._lock:
             call = self._calls.get(sig)
@@ -346,30 +405,7 @@ class FusionDefinition:
                 if len(self._calls) >= 4096:  # shapes that never repeat
                     self._calls.clear()
                 self._calls[sig] = call
-            lib = _lib.lib()
-            keep = []
-            for i, a in enumerate(args):
-                if i in call.scalars:
-                    if not isinstance(a, torch.Tensor):
-                        a = torch.tensor(a, dtype=call.scalars[i],
-                                         device=call.device)
-                        keep.append(a)
-                    call.inputs[i].data = a.data_ptr()
-                else:
-                    call.inputs[i].data = a.data_ptr()
-            outs = []
-            for i, (sizes, strides, dtype) in enumerate(call.out_specs):
-                o = torch.empty_strided(sizes, strides, dtype=dtype,
-                                        device=call.device)
-                call.outputs[i].data = o.data_ptr()
-                outs.append(o)
-            stream = torch.cuda.current_stream(call.device).cuda_stream
-            err = _lib.Error()
-            st = lib.fz_executor_run(call.built.executor, call.inputs,
-                                     len(args), call.outputs, len(outs),
-                                     ctypes.c_void_p(stream), ctypes.byref(err))
-            if st != _lib.FZ_OK:
-                _lib.raise_error(err, "fusion %s" % self.name)
+            outs = call.run(args, self.name)
             self._last = call.built
             return outs
 
@@ -501,14 +537,16 @@ class FusionDefinition:
 
 def _signature(args):
     """The exact-call key: dtype, sizes, strides and device of every
-    tensor, the Python type of every number."""
+    tensor, the Python type of every number. (Pointer alignment, which
+    also selects a kernel, is the executor's own business: it keys its
+    cache by it.) get_device() is an int, where .device would build a
+    torch.device per call."""
     sig = []
     for a in args:
-        shape = getattr(a, "shape", None)
-        if shape is None:
+        try:
+            sig.append((a.dtype, a.shape, a.stride(), a.get_device()))
+        except AttributeError:
             sig.append(type(a))
-        else:
-            sig.append((a.dtype, tuple(shape), a.stride(), a.device))
     return tuple(sig)
 
 
