@@ -8,6 +8,9 @@
  *                 groups with unrolled slots; loads, compute, stores
  *   reduction.c   the inner and outer reduction skeletons: tiles of kept
  *                 points, the unrolled R loop, the epilogue
+ *   transpose.c   the transpose skeleton: tiles staged through shared
+ *                 memory between loads along the inputs' contiguous axis
+ *                 and stores along the outputs'
  *   combine.c     accumulators: identities, combining, warp shuffles, the
  *                 shared-memory trees and the grid-reduction protocol
  *   memory.c      register and memory forms of each dtype, conversions
@@ -281,5 +284,14 @@ enum { FZ_PERS_MAX_VALUES = FZ_LOWER_MAX_COLUMNS };
 fz_status fz_check_persistent(const fz_plan *plan, fz_error *err);
 /* INNER_PERSISTENT and INNER_OUTER_PERSISTENT kernel bodies. */
 bool fz_emit_persistent(fz_kernel *k);
+
+/* ---- transpose.c --------------------------------------------------------- */
+
+/* TRANSPOSE plans: the tiles, the store vector and the tiled accesses
+ * (kernel.c checks the nodes and the direct accesses), then the body:
+ * shared-memory tiles between a load phase along the tiled inputs'
+ * contiguous axis and a store phase along the outputs'. */
+fz_status fz_check_transpose(const fz_plan *plan, fz_error *err);
+bool fz_emit_transpose(fz_kernel *k);
 
 #endif

@@ -4,7 +4,8 @@
  *   declare the kernel with plan.h's parameters and NVPTX annotations;
  *   read the parameters in the entry block, narrowed to 32 bits under
  *   index32;
- *   hand the body to the plan kind's skeleton (pointwise.c, reduction.c);
+ *   hand the body to the plan kind's skeleton (pointwise.c, reduction.c,
+ *   persistent.c, transpose.c);
  *   verify the module.
  *
  * and the pieces the skeletons are built from: an index decomposed into
@@ -155,7 +156,7 @@ static fz_status check_node(const fz_plan *p, int i, fz_error *err) {
   case FZ_NODE_IOTA:
     return is_reduction(p) ? check_domain(p, i, err) : FZ_OK;
   case FZ_NODE_REDUCE:
-    if (p->kind == FZ_PLAN_POINTWISE)
+    if (p->kind == FZ_PLAN_POINTWISE || p->kind == FZ_PLAN_TRANSPOSE)
       return fz_error_set(err, FZ_ERR_UNSUPPORTED,
                           "lower: node n%d: a reduction in a pointwise plan",
                           i);
@@ -211,7 +212,9 @@ static fz_status check_reduction(const fz_plan *p, fz_error *err) {
 static fz_status check_plan(const fz_plan *p, fz_error *err) {
   if (!p)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "lower: no plan");
-  if (p->kind != FZ_PLAN_POINTWISE && !is_reduction(p) && !is_persistent(p))
+  bool transpose = p->kind == FZ_PLAN_TRANSPOSE;
+  if (p->kind != FZ_PLAN_POINTWISE && !is_reduction(p) && !is_persistent(p) &&
+      !transpose)
     return fz_error_set(err, FZ_ERR_UNSUPPORTED,
                         "lower: plan kind %d is not lowered yet", (int)p->kind);
   if (!p->kernel_name || !p->kernel_name[0])
@@ -229,11 +232,14 @@ static fz_status check_plan(const fz_plan *p, fz_error *err) {
   if (is_reduction(p) && (st = check_reduction(p, err)))
     return st;
   for (int i = 0; i < p->num_accesses; i++)
-    if ((st = check_access(p, i, err)))
+    if (!(transpose && p->tiled && p->tiled[i]) && /* vector along B */
+        (st = check_access(p, i, err)))
       return st;
   for (int i = 0; i < p->num_nodes; i++)
     if ((st = check_node(p, i, err)))
       return st;
+  if (transpose)
+    return fz_check_transpose(p, err);
   return is_persistent(p) ? fz_check_persistent(p, err) : FZ_OK;
 }
 
@@ -623,6 +629,8 @@ static bool emit_body(fz_kernel *k) {
   case FZ_PLAN_INNER_PERSISTENT:
   case FZ_PLAN_INNER_OUTER_PERSISTENT:
     return fz_emit_persistent(k);
+  case FZ_PLAN_TRANSPOSE:
+    return fz_emit_transpose(k);
   default: /* check_plan refused it */
     fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "plan kind %d", (int)e->plan->kind);
     return false;

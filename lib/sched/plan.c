@@ -19,7 +19,7 @@ fz_device_info fz_device_info_default(int sm) {
 }
 
 static bool is_reduction(const fz_plan *p) {
-  return p->kind != FZ_PLAN_POINTWISE;
+  return p->kind != FZ_PLAN_POINTWISE && p->kind != FZ_PLAN_TRANSPOSE;
 }
 
 void fz_plan_launch_shape(const fz_plan *p, unsigned grid[3],
@@ -59,6 +59,21 @@ size_t fz_plan_shared_bytes(const fz_plan *p) {
       one += (size_t)p->persistent * (size_t)p->threads *
              (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
   return 2 * one;
+}
+
+size_t fz_tile_element_bytes(fz_dtype d) {
+  return fz_dtype_size(d) > 4 ? 8 : 4;
+}
+
+size_t fz_plan_tile_bytes(const fz_plan *p) {
+  if (p->kind != FZ_PLAN_TRANSPOSE || !p->tiled)
+    return 0;
+  size_t bytes = 0;
+  for (int i = 0; i < p->num_accesses; i++)
+    if (p->tiled[i])
+      bytes += fz_tile_element_bytes(p->accesses[i].dtype) *
+               (size_t)p->tile_a * (size_t)(p->tile_b + 1);
+  return bytes;
 }
 
 int64_t fz_plan_num_groups(const fz_plan *p) {
@@ -113,6 +128,15 @@ int64_t fz_plan_num_tiles(const fz_plan *p) {
     int64_t lanes = (int64_t)p->block_x * p->vector;
     return (fz_plan_kept_points(p) + lanes - 1) / lanes;
   }
+  if (p->kind == FZ_PLAN_TRANSPOSE) {
+    int a = p->rank - 1, b = p->tile_axis;
+    int64_t n = ((p->extents[a] + p->tile_a - 1) / p->tile_a) *
+                ((p->extents[b] + p->tile_b - 1) / p->tile_b);
+    for (int k = 0; k < p->rank; k++)
+      if (k != a && k != b)
+        n *= p->extents[k];
+    return n;
+  }
   return 0;
 }
 
@@ -151,7 +175,9 @@ int fz_plan_num_params(const fz_plan *p) {
 
 void fz_plan_scalar_params(const fz_plan *p, int64_t *out) {
   int n = 0;
-  out[n++] = is_reduction(p) ? fz_plan_kept_points(p) : fz_plan_num_groups(p);
+  out[n++] = is_reduction(p)                  ? fz_plan_kept_points(p)
+             : p->kind == FZ_PLAN_TRANSPOSE ? fz_plan_num_tiles(p)
+                                            : fz_plan_num_groups(p);
   for (int k = 0; k < p->rank; k++)
     out[n++] = p->extents[k];
   for (int i = 0; i < p->num_accesses; i++) {
@@ -173,13 +199,23 @@ static const char *kind_name(fz_plan_kind k) {
     return "inner-persistent";
   case FZ_PLAN_INNER_OUTER_PERSISTENT:
     return "inner-outer-persistent";
+  case FZ_PLAN_TRANSPOSE:
+    return "transpose";
   }
   return "?";
 }
 
+static bool is_tiled(const fz_plan *p, int i) {
+  return p->kind == FZ_PLAN_TRANSPOSE && p->tiled && p->tiled[i];
+}
+
 /* The innermost stride decides the shape of the memory instructions, so it
- * is part of the kernel's structure; the other strides are parameters. */
+ * is part of the kernel's structure; the other strides are parameters. A
+ * tiled access's stride along the tile axis is 1 by construction: also
+ * structure (its vector runs along that axis). */
 static const char *inner_class(const fz_plan *p, const fz_plan_access *a) {
+  if (is_tiled(p, (int)(a - p->accesses)))
+    return "tiled";
   int64_t s = a->strides[p->rank - 1];
   return s == 0 ? "splat" : s == 1 ? "unit" : "strided";
 }
@@ -259,6 +295,9 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
     fz_buf_puts(&b, "\n");
   }
+  if (p->kind == FZ_PLAN_TRANSPOSE)
+    fz_buf_printf(&b, "tile=%dx%d axis=%d\n", p->tile_a, p->tile_b,
+                  p->tile_axis);
   for (int i = 0; i < p->num_accesses; i++) {
     const fz_plan_access *a = &p->accesses[i];
     fz_buf_printf(&b, "a%d %s %s vec=%d %s\n", i, a->is_output ? "w" : "r",
@@ -298,6 +337,12 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   "unroll=%d%s\n",
                   p->grid_x, p->split, p->block_x, p->block_y, p->vector,
                   p->unroll, p->split > 1 ? " grid-reduction" : "");
+  else if (p->kind == FZ_PLAN_TRANSPOSE)
+    fz_buf_printf(b,
+                  "  launch grid=%" PRId64 " block=%d vector=%d tile=%dx%d "
+                  "(axes %d x %d) shared=%zu\n",
+                  p->blocks, p->threads, p->vector, p->tile_a, p->tile_b,
+                  p->rank - 1, p->tile_axis, fz_plan_tile_bytes(p));
   else
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%d vector=%d unroll=%d\n",
@@ -314,7 +359,11 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
     fz_buf_printf(b, ")");
     if (a->offset)
       fz_buf_printf(b, " offset %" PRId64, a->offset);
-    if (a->strides[p->rank - 1] == 0)
+    if (is_tiled(p, i))
+      fz_buf_printf(b, " tiled vector %d (%zu bytes) along axis %d",
+                    a->vector, (size_t)a->vector * fz_dtype_size(a->dtype),
+                    p->tile_axis);
+    else if (a->strides[p->rank - 1] == 0)
       fz_buf_puts(b, " splat");
     else if (a->vector > 1)
       fz_buf_printf(b, " vector %d (%zu bytes)", a->vector,

@@ -65,6 +65,10 @@ typedef enum fz_plan_kind {
    * norm backward's grad-weight and grad-bias) in the same pass. */
   FZ_PLAN_INNER_PERSISTENT,
   FZ_PLAN_INNER_OUTER_PERSISTENT,
+  /* Pointwise with a layout change: inputs contiguous along a different
+   * axis than the outputs move through shared-memory tiles, so that both
+   * reads and writes are coalesced (see the transpose fields below). */
+  FZ_PLAN_TRANSPOSE,
 } fz_plan_kind;
 
 /* A global tensor the kernel reads or writes through an affine map. */
@@ -160,6 +164,22 @@ typedef struct fz_plan {
   int persistent;
   int phases;
   bool cooperative;
+  /* Transpose plans. Canonical axis A = rank - 1 is the outputs'
+   * contiguous axis, `tile_axis` (B, < A) that of the accesses marked in
+   * `tiled` (inputs with stride 1 along B). Blocks of `threads` threads
+   * walk tiles of tile_a (along A) by tile_b (along B) elements, `blocks`
+   * of them in a grid-stride loop over the tiles (the group count
+   * parameter is the number of tiles: fz_plan_num_tiles). Per tile: each
+   * tiled input is read along B, `vector` lanes of its access at a time
+   * (its vector runs along B, not along A), into a shared-memory tile
+   * padded by one element per row; a barrier; then threads walk the tile
+   * along A, plan->vector lanes per group, reading the other inputs
+   * directly at their own strides (access vectors along A, as in a
+   * pointwise plan), computing, and storing coalesced along A. Shared
+   * memory is static (fz_plan_tile_bytes). */
+  int tile_axis;
+  int tile_a, tile_b;
+  const bool *tiled; /* per access; NULL: none */
   /* Persistent plans whose blocks walk several rows: while a block works
    * on one row, the next row's row-varying inputs (fz_plan_prefetched)
    * are already on their way into shared memory (cp.async, sm_80+), two
@@ -178,7 +198,8 @@ bool fz_plan_prefetched(const fz_plan *plan, int a);
  * group count (i64), then extents[0..rank) (i64), then for each access
  * strides[0..rank) and its offset (i64); then, for reduction plans with
  * split > 1, the workspace pointer and the counters pointer. For reduction
- * plans the group count is the number of kept (I) points. */
+ * plans the group count is the number of kept (I) points, for transpose
+ * plans the number of tiles. */
 int fz_plan_num_params(const fz_plan *plan);
 /* Fill the i64 scalars (everything after the pointers) in order. */
 /* Launch dimensions (gridDim, blockDim) for this plan; a cooperative plan's
@@ -200,9 +221,17 @@ int64_t fz_plan_num_groups(const fz_plan *plan);
 int64_t fz_plan_kept_points(const fz_plan *plan);
 int64_t fz_plan_reduced_points(const fz_plan *plan);
 fz_dtype fz_reduce_acc_dtype(fz_dtype result);
-int64_t fz_plan_num_tiles(const fz_plan *plan);
+int64_t fz_plan_num_tiles(const fz_plan *plan); /* transpose: tiles */
 size_t fz_plan_workspace_bytes(const fz_plan *plan);
 size_t fz_plan_counter_bytes(const fz_plan *plan);
+
+/* Transpose plans: the bytes of one shared-memory tile element of a tiled
+ * access of dtype d (8-byte dtypes keep their width, narrower ones are
+ * widened to 4 bytes so that the one-element row padding keeps a warp's
+ * accesses on distinct banks), and the static shared memory of all the
+ * plan's tiles. */
+size_t fz_tile_element_bytes(fz_dtype d);
+size_t fz_plan_tile_bytes(const fz_plan *plan);
 
 /* A string that identifies the compiled kernel: everything in the plan
  * except sizes, strides and the launch grid. Arena-allocated. */
@@ -241,6 +270,15 @@ fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
 bool fz_persistent_can_schedule(const fz_problem *problem, fz_reason *why);
 fz_status fz_persistent_schedule(const fz_problem *problem, fz_arena *arena,
                                  fz_plan **out, fz_error *err);
+
+/* transpose.c: accepts what the pointwise scheduler accepts when some
+ * input is contiguous along another canonical axis (B) than the outputs
+ * (A, the innermost), both axes are long enough to fill tiles, and the
+ * tiles fit in shared memory; declines (pointwise then takes the fusion)
+ * when every access shares the innermost axis. */
+bool fz_transpose_can_schedule(const fz_problem *problem, fz_reason *why);
+fz_status fz_transpose_schedule(const fz_problem *problem, fz_arena *arena,
+                                fz_plan **out, fz_error *err);
 
 /* schedule.c: pick the scheduler for a whole fusion (one segment for now). */
 fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,

@@ -14,7 +14,10 @@ typedef struct scheduler {
                         fz_error *);
 } scheduler;
 
+/* Transpose before pointwise: it takes only pointwise fusions that change
+ * layout, which pointwise would run with strided reads. */
 static const scheduler schedulers[] = {
+    {"transpose", fz_transpose_can_schedule, fz_transpose_schedule},
     {"pointwise", fz_pointwise_can_schedule, fz_pointwise_schedule},
     {"reduction", fz_reduction_can_schedule, fz_reduction_schedule},
     {"persistent", fz_persistent_can_schedule, fz_persistent_schedule},
