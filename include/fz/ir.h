@@ -379,6 +379,18 @@ const char *fz_format_type(const fz_fusion *fusion, const fz_type *type,
 const char *fz_format_extent(const fz_fusion *fusion, fz_extent extent,
                              char *buf, size_t size);
 
+/* ---- clone.c ------------------------------------------------------------ */
+
+/* An exact, independent copy of f in a new arena: name, symbols (same
+ * indices), inputs, ops and outputs in the same order, every value's id,
+ * name, type and literal, every op's attributes and location, and
+ * next_value_id. fz_print gives the same text for both, and passes on the
+ * copy leave f untouched. The caller owns the copy (fz_fusion_destroy).
+ * NULL with FZ_ERR_ARGUMENT for a NULL fusion, FZ_ERR_INVALID when an
+ * operand or output is not an input, a literal or an earlier op's result
+ * (a fusion that does not verify), FZ_ERR_OUT_OF_MEMORY. Only reads f. */
+fz_fusion *fz_fusion_clone(const fz_fusion *f, fz_error *err);
+
 /* ---- print.c ------------------------------------------------------------ */
 /* fz_print is in fz.h. */
 
