@@ -225,7 +225,8 @@ fz_status fz_interpret(const fz_fusion *fusion, const fz_host_tensor *inputs,
  * returns an error and leaves the fusion valid. Values the pass removes
  * stay allocated (in the arena) but are no longer part of the fusion:
  * handles to them must not be used as operands afterwards. Needs the
- * fusion to itself; not while an executor built on it exists. */
+ * fusion to itself. An executor runs the copy it made when it was
+ * created, so a pass run afterwards does not change what it runs. */
 fz_status fz_run_pass(fz_fusion *fusion, const char *pass_name, fz_error *err);
 
 /* ---- devices (lib/runtime) ---------------------------------------------- */
@@ -298,27 +299,38 @@ typedef struct fz_device_tensor {
  * once per kernel (disk cache: $FZ_CACHE_DIR, else $XDG_CACHE_HOME/fz, else
  * ~/.cache/fz; FZ_CACHE_DIR=off disables it), and launches.
  *
- * Ownership: the executor borrows the fusion and the device: both must
- * outlive it, and the fusion must not change while it exists (no passes,
- * no new ops). It owns its compiled modules, plans and workspaces.
+ * A fusion that no single scheduler accepts is split into segments (one
+ * kernel each, launched in order), the values passed between them kept
+ * in intermediate tensors in device memory; outputs and intermediates
+ * whose layout the fusion leaves undeclared follow the inputs they are
+ * computed from ("alloc-order": a channels-last input gives a
+ * channels-last result, as in PyTorch).
+ *
+ * Ownership: the executor borrows the device, which must outlive it. It
+ * works on its own copy of the fusion, made at creation: the caller may
+ * change or destroy the fusion afterwards without affecting it. It owns
+ * its compiled modules, plans, workspaces and intermediates.
  * Threads: one executor must not be used from two threads at once (its
  * caches change on every miss); several executors, on one fusion or one
  * device, may run in parallel threads. */
 typedef struct fz_executor fz_executor;
 
-/* Verifies the fusion (FZ_ERR_INVALID if it is not) and makes an executor;
- * nothing is compiled until the first run. FZ_ERR_ARGUMENT for a NULL
- * fusion or device. On failure *out is NULL. Only reads the fusion. */
+/* Verifies the fusion (FZ_ERR_INVALID if it is not), copies it, runs
+ * "alloc-order" on the copy and makes an executor; nothing is compiled
+ * until the first run. FZ_ERR_ARGUMENT for a NULL fusion or device. On
+ * failure *out is NULL. Only reads the fusion. */
 fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
                              fz_executor **out, fz_error *err);
-/* Frees compiled kernels, caches and workspaces (not tensors it allocated
- * for the caller, which the caller frees). Work already launched must
+/* Frees compiled kernels, caches, workspaces, intermediates and its copy
+ * of the fusion (not tensors it allocated for the caller, which the
+ * caller frees). Work already launched must
  * have finished (synchronize the streams it ran on first). Accepts NULL. */
 void fz_executor_destroy(fz_executor *executor);
 
-/* Sizes and strides output `output` gets for these inputs: the layout the
- * fusion declares for it (after "alloc-order", the one propagated from
- * the inputs), else row-major; dtype and rank are the output's. data is
+/* Sizes and strides output `output` gets for these inputs, dense: the
+ * layout the fusion declares for it, else the one "alloc-order"
+ * propagates from the inputs' declared layouts (an output that is an
+ * input takes that input's); dtype and rank are the output's. data is
  * left 0. This is how a framework allocates outputs itself (e.g.
  * torch.empty_strided) before fz_executor_run. Binds the inputs' sizes
  * like fz_executor_run (same FZ_ERR_ARGUMENT messages); ignores their data
@@ -345,23 +357,27 @@ fz_status fz_executor_output_layout(fz_executor *executor,
  * Errors: FZ_ERR_ARGUMENT for inputs or outputs that do not fit the
  * fusion (count, dtype, rank, sizes, negative strides, NULL or misaligned
  * data, overlapping output strides; the message names the value and the
- * axis), FZ_ERR_UNSUPPORTED when no scheduler takes the fusion (with each
- * scheduler's reason), FZ_ERR_LLVM / FZ_ERR_CUDA for compile or launch
- * failures, FZ_ERR_OUT_OF_MEMORY. Nothing is launched when any check
- * fails, and outputs the executor allocated for this call are freed again
- * (outputs[] is left as it was).
+ * axis), FZ_ERR_UNSUPPORTED when no scheduler takes the fusion, not even
+ * split into segments (with the schedulers' reasons), FZ_ERR_LLVM /
+ * FZ_ERR_CUDA for compile or launch failures, FZ_ERR_OUT_OF_MEMORY.
+ * Nothing is launched when any check fails, and outputs the executor
+ * allocated for this call are freed again (outputs[] is left as it was).
+ * A segmented fusion's kernels are queued one after the other on
+ * `stream`; a launch failure part-way leaves earlier kernels queued.
  *
- * Split reductions keep a workspace per signature: two runs of one
- * executor on different streams must not overlap in time (order them,
- * or use one executor per stream). */
+ * Split reductions keep a workspace, and segmented fusions their
+ * intermediates, per signature: two runs of one executor on different
+ * streams must not overlap in time (order them, or use one executor per
+ * stream). */
 fz_status fz_executor_run(fz_executor *executor,
                           const fz_device_tensor *inputs, int num_inputs,
                           fz_device_tensor *outputs, int num_outputs,
                           void *stream, fz_error *err);
 
 /* Text of the plan and PTX the last successful run used (for tools); NULL
- * before the first run. Owned by the executor, valid until it is
- * destroyed. */
+ * before the first run. A segmented fusion's texts are those of its
+ * segments, concatenated in launch order. Owned by the executor, valid
+ * until it is destroyed. */
 const char *fz_executor_last_plan(const fz_executor *executor);
 const char *fz_executor_last_ptx(const fz_executor *executor);
 

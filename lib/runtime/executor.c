@@ -1,61 +1,30 @@
 /* executor.c - run a fusion on a device, compiling once per signature.
  *
+ * At creation the executor copies the fusion and runs allocation-order
+ * propagation on the copy: outputs (and intermediates) the caller left
+ * undeclared follow the layout of the inputs they are computed from, as in
+ * PyTorch (a channels-last input gives a channels-last result), and the
+ * caller's fusion is never touched.
+ *
  * A call goes: check inputs against the fusion (dtype, rank, sizes through
- * the symbol bindings, strides, alignment) -> outputs' layouts (declared,
- * else row-major) and allocation -> look the call's *signature* up (sizes,
+ * the symbol bindings, strides, alignment) -> outputs' layouts (declared or
+ * propagated) and allocation -> look the call's *signature* up (sizes,
  * strides and pointer alignment classes of every tensor) -> on a miss,
- * schedule, find or compile the kernel for the plan's structural key, and
- * remember both -> launch with the signature's precomputed parameters.
+ * segment, schedule each segment, find or compile each kernel by the
+ * plan's structural key, and remember it all (executor_prepare.c) ->
+ * launch the segments' kernels in order on the caller's stream, with the
+ * signature's precomputed parameters.
  *
  * Two caches, because two different things repeat: the same shapes call
  * after call (signature cache: a hit costs a short compare), and different
  * shapes that schedule the same way (kernel cache by plan key: no
  * recompilation). The disk cache under compile.c survives the process.
  */
-#include "runtime/compile.h"
-#include "runtime/cuda.h"
+#include "runtime/executor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct kernel_entry {
-  const char *key;
-  fz_module *module;
-  char *ptx;
-} kernel_entry;
-
-typedef struct signature_entry {
-  int64_t *sig;
-  int sig_len;
-  fz_arena *arena; /* the plan and its parameters */
-  fz_plan *plan;
-  kernel_entry *kernel;
-  int64_t *scalars;
-  int num_scalars;
-  char *plan_text;
-  /* Split reductions: partials, then per-tile counters. The counters are
-   * zeroed once here and reset by the kernel's last block of each tile,
-   * so a launch needs no memset. One workspace per signature means calls
-   * of one executor must not run concurrently on different streams. */
-  CUdeviceptr workspace;
-  CUdeviceptr counters;
-  /* Cooperative plans: the blocks that can all be resident at once, at
-   * most the plan's grid_x (kernels read gridDim, not the plan). */
-  unsigned cooperative_grid;
-} signature_entry;
-
-struct fz_executor {
-  const fz_fusion *fusion;
-  fz_device *device;
-  fz_arena *arena;
-  kernel_entry **kernels;
-  int num_kernels, cap_kernels;
-  signature_entry **signatures;
-  int num_signatures, cap_signatures;
-  const signature_entry *last;
-  int opt_level;
-};
 
 static const char *value_label(const fz_value *v, char *buf, size_t n) {
   if (v->name)
@@ -74,9 +43,18 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
   fz_status st = fz_verify(fusion, err);
   if (st != FZ_OK)
     return st;
+  fz_error local;
+  fz_fusion *copy = fz_fusion_clone(fusion, &local);
+  if (!copy)
+    return fz_error_set(err, local.status, "%s", local.message);
+  if ((st = fz_pass_alloc_order(copy, err)) != FZ_OK ||
+      (st = fz_verify(copy, err)) != FZ_OK) {
+    fz_fusion_destroy(copy);
+    return st;
+  }
   fz_arena *arena = fz_arena_create();
   fz_executor *ex = fz_arena_alloc(arena, sizeof *ex);
-  ex->fusion = fusion;
+  ex->fusion = copy;
   ex->device = device;
   ex->arena = arena;
   ex->opt_level = 3;
@@ -87,15 +65,13 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
 void fz_executor_destroy(fz_executor *ex) {
   if (!ex)
     return;
-  for (int i = 0; i < ex->num_signatures; i++) {
-    free(ex->signatures[i]->plan_text);
-    fz_device_free(ex->device, ex->signatures[i]->workspace, NULL);
-    fz_arena_destroy(ex->signatures[i]->arena);
-  }
+  for (int i = 0; i < ex->num_signatures; i++)
+    fz_executor_signature_free(ex, ex->signatures[i]);
   for (int i = 0; i < ex->num_kernels; i++) {
     fz_module_unload(ex->kernels[i]->module);
     free(ex->kernels[i]->ptx);
   }
+  fz_fusion_destroy(ex->fusion);
   fz_arena_destroy(ex->arena);
 }
 
@@ -104,7 +80,10 @@ const char *fz_executor_last_plan(const fz_executor *ex) {
 }
 
 const char *fz_executor_last_ptx(const fz_executor *ex) {
-  return ex && ex->last ? ex->last->kernel->ptx : NULL;
+  if (!ex || !ex->last)
+    return NULL;
+  const signature_entry *e = ex->last;
+  return e->ptx_text ? e->ptx_text : e->steps[0].kernel->ptx;
 }
 
 fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
@@ -259,129 +238,52 @@ static int signature(const fz_executor *ex, const fz_device_tensor *in,
   return n;
 }
 
-static kernel_entry *find_or_compile_kernel(fz_executor *ex,
-                                            const fz_plan *plan,
-                                            fz_arena *plan_arena,
-                                            fz_error *err) {
-  const char *key = fz_plan_key(plan, plan_arena);
-  for (int i = 0; i < ex->num_kernels; i++)
-    if (strcmp(ex->kernels[i]->key, key) == 0)
-      return ex->kernels[i];
-  const fz_device_props *props = fz_device_get_props(ex->device);
-  fz_compile_options opts = {.sm = props->sm >= 90 ? 90 : props->sm,
-                             .opt_level = ex->opt_level,
-                             .use_cache = true};
-  fz_kernel_code code;
-  if (fz_compile_plan(plan, &opts, &code, err) != FZ_OK)
-    return NULL;
-  fz_module *module = NULL;
-  if (fz_module_load(ex->device, code.ptx, plan->kernel_name, &module, err) !=
-      FZ_OK) {
-    fz_kernel_code_free(&code);
-    return NULL;
+/* ---- launch -------------------------------------------------------------- */
+
+static uint64_t buffer(const signature_entry *e, fz_buffer_ref ref,
+                       const fz_device_tensor *in,
+                       const fz_device_tensor *out) {
+  switch (ref.kind) {
+  case FZ_BUFFER_INPUT: return in[ref.index].data;
+  case FZ_BUFFER_OUTPUT: return out[ref.index].data;
+  case FZ_BUFFER_INTERMEDIATE: return e->intermediates[ref.index];
   }
-  kernel_entry *k = fz_arena_alloc(ex->arena, sizeof *k);
-  k->key = fz_arena_strdup(ex->arena, key);
-  k->module = module;
-  k->ptx = code.ptx;
-  code.ptx = NULL;
-  fz_kernel_code_free(&code);
-  fz_arena_push(ex->arena, (void ***)&ex->kernels, &ex->num_kernels,
-                &ex->cap_kernels, k);
-  return k;
+  FZ_DIE("bad buffer kind %d", (int)ref.kind);
 }
 
-static signature_entry *prepare(fz_executor *ex, const fz_device_tensor *in,
-                                const fz_device_tensor *out,
-                                const fz_bindings *b, const int64_t *sig,
-                                int sig_len, fz_error *err) {
-  const fz_fusion *f = ex->fusion;
-  fz_arena *arena = fz_arena_create();
-  fz_tensor_desc *di = fz_arena_alloc(arena, sizeof *di * (size_t)(f->num_inputs + 1));
-  fz_tensor_desc *dout = fz_arena_alloc(arena, sizeof *dout * (size_t)(f->num_outputs + 1));
-  for (int i = 0; i < f->num_inputs; i++) {
-    di[i] = (fz_tensor_desc){.dtype = in[i].dtype, .rank = in[i].rank,
-                             .align = alignment_of(in[i].data)};
-    memcpy(di[i].sizes, in[i].sizes, sizeof di[i].sizes);
-    memcpy(di[i].strides, in[i].strides, sizeof di[i].strides);
+/* One step on `stream`: its pointers from the parent's inputs and
+ * outputs or the signature's intermediates, then the precomputed
+ * scalars, then the workspace. */
+static fz_status launch(const signature_entry *e, const step *s,
+                        const fz_device_tensor *in,
+                        const fz_device_tensor *out, void *stream,
+                        fz_error *err) {
+  const fz_plan *plan = s->plan;
+  void *params[512];
+  uint64_t ptrs[256];
+  for (int i = 0; i < plan->num_accesses; i++) {
+    const fz_plan_access *a = &plan->accesses[i];
+    ptrs[i] = buffer(e,
+                     a->is_output ? s->segment->outputs[a->io]
+                                  : s->segment->inputs[a->io],
+                     in, out);
+    params[i] = &ptrs[i];
   }
-  for (int i = 0; i < f->num_outputs; i++) {
-    dout[i] = (fz_tensor_desc){.dtype = out[i].dtype, .rank = out[i].rank,
-                               .align = alignment_of(out[i].data)};
-    memcpy(dout[i].sizes, out[i].sizes, sizeof dout[i].sizes);
-    memcpy(dout[i].strides, out[i].strides, sizeof dout[i].strides);
+  for (int i = 0; i < s->num_scalars; i++)
+    params[plan->num_accesses + i] = &s->scalars[i];
+  int np = plan->num_accesses + s->num_scalars;
+  uint64_t ws_ptrs[2] = {s->workspace, s->counters};
+  if (s->has_workspace) {
+    params[np++] = &ws_ptrs[0];
+    params[np++] = &ws_ptrs[1];
   }
-  const fz_device_props *props = fz_device_get_props(ex->device);
-  fz_device_info info = {.sm = props->sm,
-                         .num_sms = props->sm_count,
-                         .max_threads_per_block = props->max_threads_per_block,
-                         .max_shared_per_block = props->max_shared_per_block,
-                         .l2_bytes = props->l2_bytes};
-  fz_problem problem = {.fusion = f, .inputs = di, .outputs = dout,
-                        .symbols = b->values, .device = info};
-  fz_plan *plan = NULL;
-  if (fz_schedule(&problem, arena, &plan, err) != FZ_OK) {
-    fz_arena_destroy(arena);
-    return NULL;
-  }
-  kernel_entry *k = find_or_compile_kernel(ex, plan, arena, err);
-  if (!k) {
-    fz_arena_destroy(arena);
-    return NULL;
-  }
-  signature_entry *e = fz_arena_alloc(arena, sizeof *e);
-  e->arena = arena;
-  e->plan = plan;
-  e->kernel = k;
-  e->sig_len = sig_len;
-  e->sig = fz_arena_alloc(arena, sizeof(int64_t) * (size_t)(sig_len + 1));
-  memcpy(e->sig, sig, sizeof(int64_t) * (size_t)sig_len);
-  size_t ws = fz_plan_workspace_bytes(plan);
-  size_t cb = fz_plan_counter_bytes(plan);
-  if (ws + cb > 0) {
-    size_t ws_aligned = (ws + 255) & ~(size_t)255;
-    if (fz_device_alloc(ex->device, ws_aligned + cb, &e->workspace, err) !=
-            FZ_OK ||
-        fz_device_memset8(ex->device, e->workspace + ws_aligned, 0, cb, err) !=
-            FZ_OK) {
-      fz_device_free(ex->device, e->workspace, NULL);
-      fz_arena_destroy(arena);
-      return NULL;
-    }
-    e->counters = e->workspace + ws_aligned;
-  }
-  if (plan->cooperative) {
-    int per_sm = 0;
-    if (fz_module_occupancy(k->module, plan->threads,
-                            (int)fz_plan_shared_bytes(plan), &per_sm, err) !=
-        FZ_OK) {
-      fz_device_free(ex->device, e->workspace, NULL);
-      fz_arena_destroy(arena);
-      return NULL;
-    }
-    int64_t resident = (int64_t)per_sm * props->sm_count;
-    if (resident < 1) {
-      fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                   "kernel %s cannot run even one block of %d threads per SM",
-                   plan->kernel_name, plan->threads);
-      fz_device_free(ex->device, e->workspace, NULL);
-      fz_arena_destroy(arena);
-      return NULL;
-    }
-    e->cooperative_grid =
-        (unsigned)(plan->grid_x < resident ? plan->grid_x : resident);
-  }
-  e->num_scalars = fz_plan_num_params(plan) - plan->num_accesses;
-  if (ws + cb > 0)
-    e->num_scalars -= 2; /* the two pointers come last */
-  e->scalars = fz_arena_alloc(arena, sizeof(int64_t) * (size_t)(e->num_scalars + 1));
-  fz_plan_scalar_params(plan, e->scalars);
-  fz_buf text = {0};
-  fz_plan_print(plan, &text);
-  e->plan_text = fz_buf_take(&text);
-  fz_arena_push(ex->arena, (void ***)&ex->signatures, &ex->num_signatures,
-                &ex->cap_signatures, e);
-  return e;
+  unsigned grid[3], block[3];
+  fz_plan_launch_shape(plan, grid, block);
+  if (plan->cooperative)
+    grid[0] = s->cooperative_grid;
+  return fz_module_launch(s->kernel->module, grid, block,
+                          (unsigned)fz_plan_shared_bytes(plan),
+                          (CUstream)stream, params, plan->cooperative, err);
 }
 
 /* ---- run ---------------------------------------------------------------- */
@@ -470,44 +372,13 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
         e = c;
     }
     if (!e)
-      e = prepare(ex, inputs, out, &b, sig, sig_len, err);
-    if (!e)
-      st = err ? err->status : FZ_ERR_INTERNAL;
+      st = fz_executor_prepare(ex, inputs, out, &b, sig, sig_len, &e, err);
   }
   fz_bindings_free(&b);
 
-  bool empty = false;
-  for (int i = 0; i < num_outputs; i++)
-    empty |= numel(&out[i]) == 0;
-  if (st == FZ_OK && !empty) {
-    const fz_plan *plan = e->plan;
-    void *params[512];
-    uint64_t ptrs[256];
-    if (plan->num_accesses > 256 || fz_plan_num_params(plan) > 512) {
-      st = fz_error_set(err, FZ_ERR_UNSUPPORTED, "kernel has too many parameters");
-    } else {
-      for (int i = 0; i < plan->num_accesses; i++) {
-        const fz_plan_access *a = &plan->accesses[i];
-        ptrs[i] = a->is_output ? out[a->io].data : inputs[a->io].data;
-        params[i] = &ptrs[i];
-      }
-      for (int i = 0; i < e->num_scalars; i++)
-        params[plan->num_accesses + i] = &e->scalars[i];
-      int np = plan->num_accesses + e->num_scalars;
-      uint64_t ws_ptrs[2] = {e->workspace, e->counters};
-      if (e->workspace) {
-        params[np++] = &ws_ptrs[0];
-        params[np++] = &ws_ptrs[1];
-      }
-      unsigned grid[3], block[3];
-      fz_plan_launch_shape(plan, grid, block);
-      if (plan->cooperative)
-        grid[0] = e->cooperative_grid;
-      st = fz_module_launch(e->kernel->module, grid, block,
-                            (unsigned)fz_plan_shared_bytes(plan),
-                            (CUstream)stream, params, plan->cooperative, err);
-    }
-  }
+  for (int k = 0; st == FZ_OK && k < e->num_steps; k++)
+    if (!e->steps[k].skip)
+      st = launch(e, &e->steps[k], inputs, out, stream, err);
   if (st != FZ_OK) {
     for (int i = 0; i < num_allocated; i++)
       fz_device_free(ex->device, out[allocated[i]].data, NULL);

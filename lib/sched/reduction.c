@@ -121,7 +121,7 @@ static void inner_launch(const fz_problem *pb, fz_plan *p) {
   /* Split R when the tiles leave SMs idle and each split keeps at least
    * 4 vectors per thread; round down so that the blocks make one wave
    * (1.09 waves cost a whole second wave's latency). */
-  if (tiles < resident) {
+  if (tiles > 0 && tiles < resident) { /* no tiles: an empty output */
     int64_t want = resident / tiles;
     int64_t most = groups / (bx * 4);
     int64_t s = want < most ? want : most;
@@ -168,7 +168,7 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
     blocks_per_sm = 32;
   int64_t resident = (int64_t)pb->device.num_sms * blocks_per_sm;
   p->split = 1;
-  if (tiles < resident) {
+  if (tiles > 0 && tiles < resident) { /* no tiles: an empty output */
     int64_t want = resident / tiles; /* one wave, as for inner */
     int64_t most = rlen / (by * 8); /* keep 8 rows per thread per split */
     int64_t s = want < most ? want : most;

@@ -3,6 +3,7 @@
  *   fuse-run FILE [--size SYM=N,...] [--iters K] [--warmup W] [--seed S]
  *            [--offset E] [--pad P] [--no-canonicalize] [--print-plan]
  *            [--print-ptx] [--rtol R] [--atol A] [--no-validate]
+ *            [--expect-layout K=P0,P1,...]
  *   fuse-run --random=COUNT [--seed S] [--reductions] [--max-extent E]
  *            [--max-elements N] [--offset E] [--pad P] [--no-canonicalize]
  *
@@ -10,14 +11,20 @@
  * is printed (pass --seed to repeat a run), laid out as the fusion declares
  * them; outputs are poisoned, then compared with the reference
  * interpreter; the median kernel time is reported with GB/s and the
- * fraction of a device copy (run.c does all of it).
+ * fraction of a device copy (run.c does all of it). A fusion no single
+ * scheduler takes runs in segments, as the executor splits it.
+ * --expect-layout K=P0,P1,... (repeatable) also fails the run unless
+ * output K is allocated densely in allocation order (P0, P1, ...), as
+ * fz_executor_output_layout gives it: how GPU tests check that layouts
+ * propagate from the inputs.
  *
  * --random=COUNT: COUNT fusions from fz_random_fusion, from consecutive
  * seeds starting at S (printed; from the clock unless given), each with
- * its own sizes (fz_random_bindings) and inputs from its seed. Every one a
- * scheduler accepts runs as a file would (canonicalized, validated, not
- * timed); each failure is printed with its seed, the fusion's text and the
- * command that repeats it. One line per fusion, then the counts.
+ * its own sizes (fz_random_bindings) and inputs from its seed. Each runs
+ * as a file would (canonicalized, segmented when it must be, validated,
+ * not timed); only one the executor reports unsupported is declined. Each
+ * failure is printed with its seed, the fusion's text and the command
+ * that repeats it. One line per fusion, then the counts.
  *
  * Exit status: 0 all outputs match; 1 a mismatch or an error; 2 bad usage;
  * 77 no GPU (the run is skipped, not passed).
@@ -51,6 +58,9 @@ typedef struct options {
   bool reductions;
   int max_extent;
   int64_t max_elements;
+  /* --expect-layout */
+  int num_expect;
+  int expect_output[8], expect_rank[8], expect_order[8][FZ_MAX_RANK];
 } options;
 
 static void usage(FILE *f) {
@@ -62,6 +72,8 @@ static void usage(FILE *f) {
           "[--atol A]\n"
           "                [--no-validate]  (time only: for sizes the "
           "interpreter is too slow for)\n"
+          "                [--expect-layout K=P0,P1,...]  (output K's "
+          "allocation order)\n"
           "       fuse-run --random=COUNT [--seed S] [--reductions] "
           "[--max-extent E]\n"
           "                [--max-elements N] [--offset E] [--pad P] "
@@ -75,6 +87,31 @@ static bool parse_int(const char *s, int64_t *out) {
   if (errno || end == s || *end)
     return false;
   *out = v;
+  return true;
+}
+
+/* "K=P0,P1,...": output K, allocation order P (a permutation). */
+static bool parse_expect(const char *s, options *o) {
+  int k = o->num_expect, rank = 0, n = 0;
+  if (sscanf(s, "%d=%n", &o->expect_output[k], &n) != 1 || n == 0 ||
+      o->expect_output[k] < 0)
+    return false;
+  bool seen[FZ_MAX_RANK] = {0};
+  for (const char *p = s + n; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || v < 0 || v >= FZ_MAX_RANK || seen[v] ||
+        rank == FZ_MAX_RANK || (*end && *end != ','))
+      return false;
+    seen[v] = true;
+    o->expect_order[k][rank++] = (int)v;
+    p = *end ? end + 1 : end;
+  }
+  for (int i = 0; i < rank; i++)
+    if (!seen[i])
+      return false;
+  o->expect_rank[k] = rank;
+  o->num_expect++;
   return true;
 }
 
@@ -132,6 +169,11 @@ static int parse_options(int argc, char **argv, options *o) {
         return fprintf(stderr, "fuse-run: bad --max-elements %s\n", v),
                EXIT_USAGE;
       o->max_elements = n;
+    } else if (VALUE("--expect-layout")) {
+      if (o->num_expect == 8 || !parse_expect(v, o))
+        return fprintf(stderr, "fuse-run: bad --expect-layout %s (want "
+                               "K=P0,P1,...; at most 8)\n", v),
+               EXIT_USAGE;
     } else if (strcmp(a, "--reductions") == 0) {
       o->reductions = true;
     } else if (VALUE("--rtol")) {
@@ -245,11 +287,15 @@ static uint64_t clock_seed(void) {
 }
 
 static run_config config_of(const options *o) {
-  return (run_config){.iters = o->iters, .warmup = o->warmup,
-                      .offset = o->offset, .pad = o->pad,
-                      .print_plan = o->print_plan, .print_ptx = o->print_ptx,
-                      .validate = o->validate, .rtol = o->rtol,
-                      .atol = o->atol};
+  run_config c = {.iters = o->iters, .warmup = o->warmup,
+                  .offset = o->offset, .pad = o->pad,
+                  .print_plan = o->print_plan, .print_ptx = o->print_ptx,
+                  .validate = o->validate, .rtol = o->rtol,
+                  .atol = o->atol, .num_expect = o->num_expect};
+  memcpy(c.expect_output, o->expect_output, sizeof c.expect_output);
+  memcpy(c.expect_rank, o->expect_rank, sizeof c.expect_rank);
+  memcpy(c.expect_order, o->expect_order, sizeof c.expect_order);
+  return c;
 }
 
 static int run_file(options *o) {
@@ -431,7 +477,7 @@ static int run_random(options *o) {
     free(text);
   }
   printf("fuse-run: %d random fusions from seed %" PRIu64 ": %d passed, %d "
-         "failed, %d declined by the scheduler\n",
+         "failed, %d declined as unsupported\n",
          o->random, o->seed, passed, failed, declined);
   if (failed)
     printf("fuse-run: FAILED (seeds%s)\n", failures);

@@ -21,7 +21,6 @@
 
 #include "host_data.h"
 #include "runtime/cuda.h"
-#include "sched/plan.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -98,45 +97,19 @@ static int compare_median(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static unsigned alignment_of(uint64_t ptr) {
-  unsigned a = 16;
-  while (a > 1 && ptr % a)
-    a /= 2;
-  return a;
-}
-
-static void describe(fz_tensor_desc *d, const fz_device_tensor *t) {
-  *d = (fz_tensor_desc){.dtype = t->dtype, .rank = t->rank,
-                        .align = alignment_of(t->data)};
-  memcpy(d->sizes, t->sizes, sizeof d->sizes);
-  memcpy(d->strides, t->strides, sizeof d->strides);
-}
-
-/* The question the executor will ask, asked first: does a scheduler take
- * this fusion for these tensors? (The problem is built as the executor
- * builds it.) */
-static bool scheduler_accepts(fz_device *dev, const fz_fusion *f,
-                              const int64_t *symbols,
-                              const fz_device_tensor *din,
-                              const fz_device_tensor *dout, fz_error *err) {
-  fz_tensor_desc in[64], out[64];
-  for (int i = 0; i < f->num_inputs; i++)
-    describe(&in[i], &din[i]);
-  for (int i = 0; i < f->num_outputs; i++)
-    describe(&out[i], &dout[i]);
-  const fz_device_props *props = fz_device_get_props(dev);
-  fz_problem problem = {
-      .fusion = f, .inputs = in, .outputs = out, .symbols = symbols,
-      .device = {.sm = props->sm,
-                 .num_sms = props->sm_count,
-                 .max_threads_per_block = props->max_threads_per_block,
-                 .max_shared_per_block = props->max_shared_per_block,
-                 .l2_bytes = props->l2_bytes}};
-  fz_arena *arena = fz_arena_create();
-  fz_plan *plan = NULL;
-  fz_status st = fz_schedule(&problem, arena, &plan, err);
-  fz_arena_destroy(arena);
-  return st != FZ_ERR_UNSUPPORTED;
+/* Does t hold exactly the dense strides of allocation order `order`? */
+static bool dense_in_order(const fz_device_tensor *t, int rank,
+                           const int *order) {
+  if (rank != t->rank)
+    return false;
+  int64_t stride = 1;
+  for (int p = rank - 1; p >= 0; p--) {
+    int axis = order[p];
+    if (axis < 0 || axis >= rank || t->strides[axis] != stride)
+      return false;
+    stride *= t->sizes[axis] > 1 ? t->sizes[axis] : 1;
+  }
+  return true;
 }
 
 #define CHECK(expr)                                                            \
@@ -213,6 +186,25 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
   double output_bytes = 0;
   for (int i = 0; i < f->num_outputs; i++) {
     CHECK(fz_executor_output_layout(ex, din, f->num_inputs, i, &dout[i], &err));
+    for (int k = 0; k < c->num_expect; k++) {
+      if (c->expect_output[k] != i ||
+          dense_in_order(&dout[i], c->expect_rank[k], c->expect_order[k]))
+        continue;
+      char got[256], want[256];
+      size_t g = 0, w = 0;
+      for (int d = 0; d < dout[i].rank; d++)
+        g += (size_t)snprintf(got + g, sizeof got - g, "%s%" PRId64,
+                              d ? ", " : "", dout[i].strides[d]);
+      for (int d = 0; d < c->expect_rank[k]; d++)
+        w += (size_t)snprintf(want + w, sizeof want - w, "%s%d", d ? ", " : "",
+                              c->expect_order[k][d]);
+      say(c, stdout,
+          "output %d: strides (%s) are not dense in the expected layout "
+          "(%s)\nfuse-run: FAILED (seed %" PRIu64 ")\n",
+          i, dout[i].rank ? got : "", want, seed);
+      rc = RUN_FAILED;
+      goto done;
+    }
     tensor *t = &out[i];
     t->dtype = dout[i].dtype;
     t->rank = dout[i].rank;
@@ -237,14 +229,16 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
     memcpy(href[i].strides, t->strides, sizeof t->strides);
   }
 
-  if (c->check_schedule &&
-      !scheduler_accepts(dev, f, symbols, din, dout, &err)) {
+  /* A fusion no scheduler takes, not even in segments: declined when
+   * asked (random fusions), else a failure like any error. */
+  fz_status st = fz_executor_run(ex, din, f->num_inputs, dout,
+                                 f->num_outputs, NULL, &err);
+  if (st == FZ_ERR_UNSUPPORTED && c->check_schedule) {
     say(c, stdout, "%s\n", err.message);
     rc = RUN_DECLINED;
     goto done;
   }
-  CHECK(fz_executor_run(ex, din, f->num_inputs, dout, f->num_outputs, NULL,
-                        &err));
+  CHECK(st);
   CHECK(fz_device_synchronize(dev, &err));
   if (c->print_plan)
     say(c, stdout, "%s", fz_executor_last_plan(ex));

@@ -13,12 +13,20 @@ typedef struct run_config {
   bool validate;       /* compare with the interpreter */
   double rtol, atol;   /* < 0: by dtype */
   /* --random: each element's tolerance also grows with its output's
-   * largest reference value (see run.c), fz_schedule is asked first so
-   * that a fusion no scheduler takes is reported as RUN_DECLINED, and
-   * messages go to `log` instead of stdout/stderr when it is not NULL. */
+   * largest reference value (see run.c), a fusion the executor reports
+   * FZ_ERR_UNSUPPORTED for (no scheduler takes it, not even in segments)
+   * is RUN_DECLINED instead of failed, and messages go to `log` instead
+   * of stdout/stderr when it is not NULL. */
   bool scale_tolerance;
   bool check_schedule;
   fz_buf *log;
+  /* --expect-layout: output expect_output[k] must be allocated (by
+   * fz_executor_output_layout) densely in allocation order expect_order[k]
+   * (outermost first), else the run fails. */
+  int num_expect;
+  int expect_output[8];
+  int expect_rank[8];
+  int expect_order[8][FZ_MAX_RANK];
 } run_config;
 
 enum { RUN_PASSED = 0, RUN_FAILED = 1, RUN_DECLINED = 3 };

@@ -1,0 +1,288 @@
+/* executor_prepare.c - what the executor builds on a signature miss.
+ *
+ * The whole fusion (the executor's copy, with allocation orders
+ * propagated) is segmented for this call's problem: usually one segment,
+ * the fusion itself, scheduled whole; otherwise the fewest segments the
+ * schedulers accept, with the intermediates between them materialised in
+ * global memory. Per segment, in execution order: its problem (the
+ * parent's descriptors for parent inputs and outputs, dense descriptors
+ * for intermediates), a plan, the kernel for the plan's structural key
+ * (found in the executor's kernel cache or compiled), its workspace and
+ * its cooperative grid, and the i64 launch parameters. All of it is kept
+ * per signature, so that a later call with the same signature only
+ * launches.
+ *
+ * Intermediates share one device allocation per signature, each tensor at
+ * a 256-byte aligned offset (the descriptors promise 16), so that an error
+ * path or fz_executor_destroy has one pointer to free.
+ */
+#include "runtime/executor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned alignment_of(uint64_t ptr) {
+  unsigned a = 16;
+  while (a > 1 && ptr % a)
+    a /= 2;
+  return a;
+}
+
+static void describe(const fz_device_tensor *t, fz_tensor_desc *d) {
+  *d = (fz_tensor_desc){
+      .dtype = t->dtype, .rank = t->rank, .align = alignment_of(t->data)};
+  memcpy(d->sizes, t->sizes, sizeof d->sizes);
+  memcpy(d->strides, t->strides, sizeof d->strides);
+}
+
+static int64_t desc_numel(const fz_tensor_desc *d) {
+  int64_t n = 1;
+  for (int i = 0; i < d->rank; i++)
+    n *= d->sizes[i];
+  return n;
+}
+
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+void fz_executor_signature_free(fz_executor *ex, signature_entry *e) {
+  if (!e)
+    return;
+  for (int k = 0; k < e->num_steps; k++)
+    fz_device_free(ex->device, e->steps[k].workspace, NULL);
+  fz_device_free(ex->device, e->intermediate_block, NULL);
+  free(e->plan_text);
+  free(e->ptx_text);
+  fz_segmentation_destroy(e->segmentation);
+  fz_arena_destroy(e->arena); /* e itself lives in it */
+}
+
+static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
+                                        fz_arena *plan_arena,
+                                        kernel_entry **out, fz_error *err) {
+  const char *key = fz_plan_key(plan, plan_arena);
+  for (int i = 0; i < ex->num_kernels; i++)
+    if (strcmp(ex->kernels[i]->key, key) == 0) {
+      *out = ex->kernels[i];
+      return FZ_OK;
+    }
+  const fz_device_props *props = fz_device_get_props(ex->device);
+  fz_compile_options opts = {.sm = props->sm >= 90 ? 90 : props->sm,
+                             .opt_level = ex->opt_level,
+                             .use_cache = true};
+  fz_kernel_code code;
+  fz_status st = fz_compile_plan(plan, &opts, &code, err);
+  if (st != FZ_OK)
+    return st;
+  fz_module *module = NULL;
+  if ((st = fz_module_load(ex->device, code.ptx, plan->kernel_name, &module,
+                           err)) != FZ_OK) {
+    fz_kernel_code_free(&code);
+    return st;
+  }
+  kernel_entry *k = fz_arena_alloc(ex->arena, sizeof *k);
+  k->key = fz_arena_strdup(ex->arena, key);
+  k->module = module;
+  k->ptx = code.ptx;
+  code.ptx = NULL;
+  fz_kernel_code_free(&code);
+  fz_arena_push(ex->arena, (void ***)&ex->kernels, &ex->num_kernels,
+                &ex->cap_kernels, k);
+  *out = k;
+  return FZ_OK;
+}
+
+/* The intermediates' descriptors and their one allocation. */
+static fz_status allocate_intermediates(fz_executor *ex, signature_entry *e,
+                                        const int64_t *symbols,
+                                        fz_tensor_desc **descs, fz_error *err) {
+  const fz_segmentation *s = e->segmentation;
+  int n = s->num_intermediates;
+  *descs = fz_arena_alloc(e->arena, sizeof **descs * (size_t)(n + 1));
+  e->intermediates =
+      fz_arena_alloc(e->arena, sizeof(CUdeviceptr) * (size_t)(n + 1));
+  size_t *offsets = fz_arena_alloc(e->arena, sizeof(size_t) * (size_t)(n + 1));
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    fz_intermediate_desc(&s->intermediates[i], symbols, &(*descs)[i]);
+    offsets[i] = total;
+    total += round_up((size_t)desc_numel(&(*descs)[i]) *
+                          fz_dtype_size((*descs)[i].dtype),
+                      256);
+  }
+  fz_status st =
+      fz_device_alloc(ex->device, total, &e->intermediate_block, err);
+  if (st != FZ_OK)
+    return st;
+  for (int i = 0; i < n; i++)
+    e->intermediates[i] = e->intermediate_block + offsets[i];
+  return FZ_OK;
+}
+
+static bool step_outputs_empty(const fz_segment *seg, const fz_problem *pb) {
+  for (int j = 0; j < seg->fusion->num_outputs; j++)
+    if (desc_numel(&pb->outputs[j]) != 0)
+      return false;
+  return true;
+}
+
+/* Plan, kernel, workspace and parameters of step k. */
+static fz_status prepare_step(fz_executor *ex, signature_entry *e, int k,
+                              const fz_problem *parent,
+                              const fz_tensor_desc *intermediate_descs,
+                              fz_error *err) {
+  const fz_segment *seg = &e->segmentation->segments[k];
+  step *s = &e->steps[k];
+  s->segment = seg;
+  fz_problem pb;
+  fz_segment_problem(e->segmentation, k, parent, intermediate_descs, e->arena,
+                     &pb);
+  if (step_outputs_empty(seg, &pb)) {
+    s->skip = true; /* nothing to write: no plan, no kernel */
+    return FZ_OK;
+  }
+  fz_status st = fz_schedule(&pb, e->arena, &s->plan, err);
+  if (st != FZ_OK)
+    return st;
+  const fz_plan *plan = s->plan;
+  /* The parameter order of plan.h: pointers, then the scalars, then the
+   * two workspace pointers when the plan takes them. */
+  s->num_scalars = 1 + plan->rank + plan->num_accesses * (plan->rank + 1);
+  int extra = fz_plan_num_params(plan) - plan->num_accesses - s->num_scalars;
+  FZ_CHECK(extra == 0 || extra == 2);
+  s->has_workspace = extra == 2;
+  if (plan->num_accesses > 256 || fz_plan_num_params(plan) > 512)
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                        "kernel has too many parameters");
+  if ((st = find_or_compile_kernel(ex, plan, e->arena, &s->kernel, err)) !=
+      FZ_OK)
+    return st;
+
+  size_t ws = fz_plan_workspace_bytes(plan);
+  size_t cb = fz_plan_counter_bytes(plan);
+  if (ws + cb > 0) {
+    size_t ws_aligned = round_up(ws, 256);
+    if ((st = fz_device_alloc(ex->device, ws_aligned + cb, &s->workspace,
+                              err)) != FZ_OK)
+      return st;
+    if ((st = fz_device_memset8(ex->device, s->workspace + ws_aligned, 0, cb,
+                                err)) != FZ_OK)
+      return st;
+    s->counters = s->workspace + ws_aligned;
+  }
+  const fz_device_props *props = fz_device_get_props(ex->device);
+  unsigned grid[3], block[3];
+  fz_plan_launch_shape(plan, grid, block);
+  if (plan->cooperative) {
+    int per_sm = 0;
+    if ((st = fz_module_occupancy(s->kernel->module, plan->threads,
+                                  (unsigned)fz_plan_shared_bytes(plan), &per_sm,
+                                  err)) != FZ_OK)
+      return st;
+    int64_t resident = (int64_t)per_sm * props->sm_count;
+    if (resident < 1)
+      return fz_error_set(
+          err, FZ_ERR_UNSUPPORTED,
+          "kernel %s cannot run even one block of %d threads per SM",
+          plan->kernel_name, plan->threads);
+    s->cooperative_grid =
+        (unsigned)(plan->grid_x < resident ? plan->grid_x : resident);
+    grid[0] = s->cooperative_grid;
+  }
+  s->skip = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+  s->scalars =
+      fz_arena_alloc(e->arena, sizeof(int64_t) * (size_t)(s->num_scalars + 1));
+  fz_plan_scalar_params(plan, s->scalars);
+  return FZ_OK;
+}
+
+/* plan_text: the plan of every step that has one; ptx_text: their PTX,
+ * except for a single scheduled step, whose kernel's PTX is used as it is
+ * (so a fusion scheduled whole shows exactly its one plan and PTX). */
+static fz_status texts(signature_entry *e, fz_error *err) {
+  fz_buf plans = {0}, ptx = {0};
+  for (int k = 0; k < e->num_steps; k++)
+    if (e->steps[k].plan)
+      fz_plan_print(e->steps[k].plan, &plans);
+  e->plan_text = fz_buf_take(&plans);
+  if (!(e->num_steps == 1 && e->steps[0].kernel)) {
+    for (int k = 0; k < e->num_steps; k++)
+      if (e->steps[k].kernel)
+        fz_buf_puts(&ptx, e->steps[k].kernel->ptx);
+    e->ptx_text = fz_buf_take(&ptx);
+    if (!e->ptx_text)
+      return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  if (!e->plan_text)
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  return FZ_OK;
+}
+
+static bool all_outputs_empty(const fz_problem *pb) {
+  for (int j = 0; j < pb->fusion->num_outputs; j++)
+    if (desc_numel(&pb->outputs[j]) != 0)
+      return false;
+  return true;
+}
+
+fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
+                              const fz_device_tensor *out, const fz_bindings *b,
+                              const int64_t *sig, int sig_len,
+                              signature_entry **entry, fz_error *err) {
+  *entry = NULL;
+  const fz_fusion *f = ex->fusion;
+  fz_arena *arena = fz_arena_create();
+  signature_entry *e = fz_arena_alloc(arena, sizeof *e);
+  e->arena = arena;
+  fz_tensor_desc *di =
+      fz_arena_alloc(arena, sizeof *di * (size_t)(f->num_inputs + 1));
+  fz_tensor_desc *dout =
+      fz_arena_alloc(arena, sizeof *dout * (size_t)(f->num_outputs + 1));
+  for (int i = 0; i < f->num_inputs; i++)
+    describe(&in[i], &di[i]);
+  for (int i = 0; i < f->num_outputs; i++)
+    describe(&out[i], &dout[i]);
+  const fz_device_props *props = fz_device_get_props(ex->device);
+  fz_device_info info = {.sm = props->sm,
+                         .num_sms = props->sm_count,
+                         .max_threads_per_block = props->max_threads_per_block,
+                         .max_shared_per_block = props->max_shared_per_block,
+                         .l2_bytes = props->l2_bytes};
+  fz_problem problem = {.fusion = f,
+                        .inputs = di,
+                        .outputs = dout,
+                        .symbols = b->values,
+                        .device = info};
+
+  /* Every output empty: nothing to compute, so nothing is segmented or
+   * scheduled (heuristics need not cope with empty spaces); the entry has
+   * no steps. */
+  fz_tensor_desc *intermediate_descs = NULL;
+  fz_status st = FZ_OK;
+  if (!all_outputs_empty(&problem)) {
+    st = fz_segment_fusion(&problem, &e->segmentation, err);
+    if (st == FZ_OK)
+      st = allocate_intermediates(ex, e, b->values, &intermediate_descs, err);
+  }
+  if (st == FZ_OK && e->segmentation) {
+    int n = e->segmentation->num_segments;
+    e->steps = fz_arena_alloc(arena, sizeof *e->steps * (size_t)(n + 1));
+    for (int k = 0; k < n && st == FZ_OK; k++) {
+      st = prepare_step(ex, e, k, &problem, intermediate_descs, err);
+      e->num_steps = k + 1; /* its workspace, if any, is freed with e */
+    }
+  }
+  if (st == FZ_OK)
+    st = texts(e, err);
+  if (st != FZ_OK) {
+    fz_executor_signature_free(ex, e);
+    return st;
+  }
+  e->sig_len = sig_len;
+  e->sig = fz_arena_alloc(arena, sizeof(int64_t) * (size_t)(sig_len + 1));
+  memcpy(e->sig, sig, sizeof(int64_t) * (size_t)sig_len);
+  fz_arena_push(ex->arena, (void ***)&ex->signatures, &ex->num_signatures,
+                &ex->cap_signatures, e);
+  *entry = e;
+  return FZ_OK;
+}
