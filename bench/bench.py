@@ -371,6 +371,10 @@ def main():
                     help="no GPU run: rebuild the table and --report from a "
                          "saved results JSON")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--commit", default="",
+                    help="fz commit the binaries were built from, for the "
+                         "report (default: git HEAD of this tree, which is "
+                         "wrong when the tree is a copy or the build is older)")
     args = ap.parse_args()
 
     if args.from_json:
@@ -410,7 +414,7 @@ def main():
                 date=datetime.datetime.now(datetime.timezone.utc)
                 .strftime("%Y-%m-%d %H:%M UTC"),
                 driver=driver_version(), torch=torch.__version__,
-                cuda=torch.version.cuda, commit=git_commit())
+                cuda=torch.version.cuda, commit=args.commit or git_commit())
     print_table(data)
     if args.json:
         with open(args.json, "w") as fh:
