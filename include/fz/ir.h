@@ -399,6 +399,12 @@ fz_fusion *fz_fusion_clone(const fz_fusion *f, fz_error *err);
  * " noncontig(...)" as printed on an op result. For messages and dumps. */
 void fz_print_type(fz_buf *b, const fz_fusion *fusion, const fz_type *type,
                    bool layout);
+/* The numbers fz_print gives unnamed inputs and op results (in program
+ * order, skipping numbers that stored names spell), indexed by value id,
+ * -1 for every other id; next_value_id entries, malloc'd (caller frees),
+ * NULL when out of memory. Other printers (axis map, segments) use it to
+ * name values exactly as fz_print does. */
+int *fz_print_value_numbers(const fz_fusion *fusion);
 
 /* ---- promote.c: PyTorch type promotion ---------------------------------- */
 

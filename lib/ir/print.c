@@ -189,24 +189,18 @@ static long long name_number(const char *s) {
   return n;
 }
 
-static bool namer_init(namer *nm, const fz_fusion *f) {
-  int count = f->num_inputs + f->num_ops, max_id = -1;
-  for (int i = 0; i < f->num_inputs; i++)
-    if (f->inputs[i]->id > max_id)
-      max_id = f->inputs[i]->id;
-  for (int i = 0; i < f->num_ops; i++)
-    if (f->ops[i]->result && f->ops[i]->result->id > max_id)
-      max_id = f->ops[i]->result->id;
-  nm->size = max_id + 1;
-  nm->number = malloc(sizeof(int) * (size_t)(nm->size + 1));
+int *fz_print_value_numbers(const fz_fusion *f) {
+  int count = f->num_inputs + f->num_ops;
+  int size = f->next_value_id > 0 ? f->next_value_id : 0;
+  int *number = malloc(sizeof(int) * (size_t)(size + 1));
   bool *taken = calloc((size_t)count + 1, sizeof(bool));
-  if (!nm->number || !taken) {
-    free(nm->number);
+  if (!number || !taken) {
+    free(number);
     free(taken);
-    return false;
+    return NULL;
   }
-  for (int i = 0; i < nm->size; i++)
-    nm->number[i] = -1;
+  for (int i = 0; i < size; i++)
+    number[i] = -1;
   /* Only numbers up to `count` can be handed out, so only they matter. */
   for (int i = 0; i < count; i++) {
     const fz_value *v =
@@ -219,14 +213,20 @@ static bool namer_init(namer *nm, const fz_fusion *f) {
   for (int i = 0; i < count; i++) {
     const fz_value *v =
         i < f->num_inputs ? f->inputs[i] : f->ops[i - f->num_inputs]->result;
-    if (!v || v->name || v->id < 0 || nm->number[v->id] >= 0)
+    if (!v || v->name || v->id < 0 || v->id >= size || number[v->id] >= 0)
       continue;
     while (next <= count && taken[next])
       next++;
-    nm->number[v->id] = next++;
+    number[v->id] = next++;
   }
   free(taken);
-  return true;
+  return number;
+}
+
+static bool namer_init(namer *nm, const fz_fusion *f) {
+  nm->size = f->next_value_id > 0 ? f->next_value_id : 0;
+  nm->number = fz_print_value_numbers(f);
+  return nm->number != NULL;
 }
 
 static void print_value(fz_buf *b, const namer *nm, const fz_value *v) {

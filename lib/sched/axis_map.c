@@ -560,54 +560,6 @@ bool fz_axis_map_is_reduction_broadcast(const fz_axis_map *m, const fz_value *v,
 
 /* ---- printing ------------------------------------------------------------ */
 
-/* The numbers fz_print gives unnamed values (print.c): in program order,
- * skipping any number a stored name already spells. */
-static long long name_number(const char *s) {
-  if (!s || !*s)
-    return -1;
-  long long n = 0;
-  for (; *s; s++) {
-    if (*s < '0' || *s > '9' || n > 100000000)
-      return -1;
-    n = n * 10 + (*s - '0');
-  }
-  return n;
-}
-
-static int *number_values(const fz_axis_map *m) {
-  const fz_fusion *f = m->fusion;
-  int count = f->num_inputs + f->num_ops;
-  int *number = malloc(sizeof(int) * (size_t)(m->num_values + 1));
-  bool *taken = calloc((size_t)count + 2, sizeof(bool));
-  if (!number || !taken) {
-    free(number);
-    free(taken);
-    return NULL;
-  }
-  for (int i = 0; i < m->num_values; i++)
-    number[i] = -1;
-  for (int i = 0; i < count; i++) {
-    const fz_value *v =
-        i < f->num_inputs ? f->inputs[i] : f->ops[i - f->num_inputs]->result;
-    long long n = v ? name_number(v->name) : -1;
-    if (n >= 0 && n <= count)
-      taken[n] = true;
-  }
-  int next = 0;
-  for (int i = 0; i < count; i++) {
-    const fz_value *v =
-        i < f->num_inputs ? f->inputs[i] : f->ops[i - f->num_inputs]->result;
-    if (!v || v->name || v->id < 0 || v->id >= m->num_values ||
-        number[v->id] >= 0)
-      continue;
-    while (next <= count && taken[next])
-      next++;
-    number[v->id] = next++;
-  }
-  free(taken);
-  return number;
-}
-
 static void print_value(fz_buf *b, const int *number, const fz_value *v) {
   if (v->name)
     fz_buf_printf(b, "%%%s", v->name);
@@ -643,7 +595,7 @@ static void print_edges(fz_buf *b, const fz_axis_map *m, int c, edge_kind kind,
 }
 
 void fz_axis_map_print(const fz_axis_map *m, fz_buf *b) {
-  int *number = number_values(m);
+  int *number = fz_print_value_numbers(m->fusion);
   bool *seen = calloc((size_t)m->num_classes + 1, sizeof(bool));
   /* Members grouped by class, each group in program order. */
   int *start = calloc((size_t)m->num_classes + 2, sizeof(int));

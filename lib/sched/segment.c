@@ -153,57 +153,10 @@ static void order_of_strides(const fz_tensor_desc *d, fz_type *t) {
   }
 }
 
-/* The number a stored name spells, or -1 (as the printer reads it). */
-static long long name_number(const char *s) {
-  if (!s || !*s || (s[0] == '0' && s[1]) || strlen(s) > 9)
-    return -1;
-  long long n = 0;
-  for (; *s; s++) {
-    if (*s < '0' || *s > '9')
-      return -1;
-    n = n * 10 + (*s - '0');
-  }
-  return n;
-}
-
-/* The numbers fz_print gives unnamed values (in definition order,
- * skipping numbers that are stored names), by value id (-1: named), or
- * NULL when out of memory. */
-static int *printer_numbers(const fz_fusion *f) {
-  int count = f->num_inputs + f->num_ops, next = 0;
-  bool *taken = xcalloc((size_t)count + 1, sizeof *taken);
-  int *number = xcalloc((size_t)f->next_value_id, sizeof *number);
-  if (!taken || !number) {
-    free(taken);
-    free(number);
-    return NULL;
-  }
-  for (int id = 0; id < f->next_value_id; id++)
-    number[id] = -1;
-  for (int i = 0; i < count; i++) {
-    const fz_value *v =
-        i < f->num_inputs ? f->inputs[i] : f->ops[i - f->num_inputs]->result;
-    long long n = name_number(v->name);
-    if (n >= 0 && n <= count)
-      taken[n] = true;
-  }
-  for (int i = 0; i < count; i++) {
-    const fz_value *v =
-        i < f->num_inputs ? f->inputs[i] : f->ops[i - f->num_inputs]->result;
-    if (v->name)
-      continue;
-    while (next <= count && taken[next])
-      next++;
-    number[v->id] = next++;
-  }
-  free(taken);
-  return number;
-}
-
 /* ---- labels and notes --------------------------------------------------- */
 
 /* W's values are all named (name_like_printer); only a parent scheduled
- * whole is printed with `numbers` from printer_numbers. */
+ * whole is printed with `numbers` from fz_print_value_numbers. */
 static void put_label_numbered(fz_buf *b, const fz_value *v,
                                const int *numbers) {
   if (v->name)
@@ -518,7 +471,7 @@ static bool name_taken(const fz_fusion *f, const char *name) {
 /* Names unnamed values as the printer numbers them, so that segments,
  * notes and errors name values as the printed parent does. */
 static fz_status name_like_printer(fz_fusion *w, fz_error *err) {
-  int *number = printer_numbers(w);
+  int *number = fz_print_value_numbers(w);
   if (!number)
     return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < w->num_inputs + w->num_ops; i++) {
@@ -1149,7 +1102,7 @@ void fz_segmentation_print_kernels(const fz_segmentation *s,
   for (int k = 0; k < s->num_segments; k++) {
     const fz_segment *seg = &s->segments[k];
     const fz_fusion *f = seg->fusion;
-    int *numbers = seg->owned ? NULL : printer_numbers(f);
+    int *numbers = seg->owned ? NULL : fz_print_value_numbers(f);
     fz_buf_printf(b, "  segment %d: %d ops, scheduler %s", k, f->num_ops,
                   seg->scheduler ? seg->scheduler : "?");
     if (kernel_names && kernel_names[k])
