@@ -115,6 +115,27 @@ bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound) {
   return true;
 }
 
+static int64_t numel_of(const int64_t *sizes, int rank) {
+  int64_t n = 1;
+  for (int k = 0; k < rank; k++)
+    n *= sizes[k];
+  return n;
+}
+
+static void swap_candidates(const fz_value **cand,
+                            int64_t (*sizes)[FZ_MAX_RANK], int *rank, int j) {
+  const fz_value *v = cand[j];
+  cand[j] = cand[j - 1];
+  cand[j - 1] = v;
+  int64_t t[FZ_MAX_RANK];
+  memcpy(t, sizes[j], sizeof t);
+  memcpy(sizes[j], sizes[j - 1], sizeof t);
+  memcpy(sizes[j - 1], t, sizeof t);
+  int r = rank[j];
+  rank[j] = rank[j - 1];
+  rank[j - 1] = r;
+}
+
 static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                   fz_reason *why, fz_plan **out) {
   const fz_fusion *f = pb->fusion;
@@ -133,57 +154,82 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     }
   /* The reference: an output with the most elements; among those, try the
    * ones with more axes first, since a reshape maps affinely only from
-   * split axes to merged ones. The first that reaches every output wins. */
-  int order[64], n = 0;
-  for (int i = 0; i < f->num_outputs && n < 64; i++)
-    order[n++] = i;
+   * split axes to merged ones. Then the operands of reshapes that merge
+   * axes ([2, 8, 5] -> [16, 5]): from the output's space the operand
+   * would need a division, from the operand's space the output is a
+   * merge. The first candidate that reaches every output one-to-one wins;
+   * its physical order is that of the largest output's memory. */
+  const fz_value *cand[64];
+  int64_t csizes[64][FZ_MAX_RANK];
+  int crank[64], n = 0;
+  for (int i = 0; i < f->num_outputs && n < 64; i++) {
+    cand[n] = f->outputs[i];
+    crank[n] = pb->outputs[i].rank;
+    memcpy(csizes[n], pb->outputs[i].sizes, sizeof csizes[n]);
+    n++;
+  }
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0; j--) {
-      const fz_tensor_desc *a = &pb->outputs[order[j]],
-                           *b = &pb->outputs[order[j - 1]];
-      int64_t na = fz_desc_numel(a), nb = fz_desc_numel(b);
-      if (na < nb || (na == nb && a->rank <= b->rank))
+      int64_t na = numel_of(csizes[j], crank[j]),
+              nb = numel_of(csizes[j - 1], crank[j - 1]);
+      if (na < nb || (na == nb && crank[j] <= crank[j - 1]))
         break;
-      int t = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = t;
+      swap_candidates(cand, csizes, crank, j);
     }
+  int outputs_first = n;
+  int64_t most = n ? numel_of(csizes[0], crank[0]) : 0;
+  for (int i = 0; i < f->num_ops && n < 64; i++) {
+    const fz_op *op = f->ops[i];
+    const fz_value *v = op->operands[0];
+    if (fz_op_table[op->code].kind != FZ_KIND_RESHAPE ||
+        v->type.rank <= op->result->type.rank)
+      continue;
+    cand[n] = v;
+    crank[n] = v->type.rank;
+    for (int k = 0; k < v->type.rank; k++)
+      csizes[n][k] = fz_axis_size(&v->type.axes[k], pb->symbols);
+    if (numel_of(csizes[n], crank[n]) == most)
+      n++;
+  }
   int ref = -1;
-  const fz_tensor_desc *rd = NULL;
+  int64_t order[FZ_MAX_RANK] = {0};
   for (int c = 0; c < n && ref < 0; c++) {
-    rd = &pb->outputs[order[c]];
-    fz_dag_init(d, pb, arena, rd->sizes, rd->rank, why);
-    if (!fz_dag_find_maps(d, f->outputs[order[c]]))
+    fz_dag_init(d, pb, arena, csizes[c], crank[c], why);
+    if (!fz_dag_find_maps(d, cand[c]))
       continue;
     bool ok = true;
     for (int i = 0; i < f->num_outputs && ok; i++) {
       const fz_value *o = f->outputs[i];
       int64_t s[FZ_MAX_RANK] = {0};
       fz_index_map_strides(&d->maps[o->id], pb->outputs[i].strides, s);
-      if (fz_desc_numel(&pb->outputs[i]) != fz_desc_numel(rd) ||
-          !fz_dense_cover(rd->sizes, s, rd->rank))
+      if (fz_desc_numel(&pb->outputs[i]) != numel_of(csizes[c], crank[c]) ||
+          !fz_dense_cover(csizes[c], s, crank[c]))
         ok = fz_dag_decline(d, "output %s is not one-to-one with the reference",
                             fz_value_label(o, label, sizeof label));
+      else if (o == cand[0] || (c >= outputs_first && i == 0))
+        memcpy(order, s, sizeof order);
+    }
+    /* every value the outputs need must be readable from this space */
+    for (int i = 0; i < f->num_outputs && ok; i++) {
+      const fz_value *o = f->outputs[i];
+      int src = fz_dag_node(d, o, &d->maps[o->id], false);
+      if (src < 0)
+        ok = false;
+      else
+        fz_dag_store(d, i, src, false);
     }
     if (ok)
-      ref = order[c];
+      ref = c;
   }
   if (ref < 0)
     return false;
-  for (int i = 0; i < f->num_outputs; i++) {
-    const fz_value *o = f->outputs[i];
-    int src = fz_dag_node(d, o, &d->maps[o->id], false);
-    if (src < 0)
-      return false;
-    fz_dag_store(d, i, src, false);
-  }
   fz_canon c;
-  fz_dag_canonical(d, rd->strides, NULL, &c);
+  fz_dag_canonical(d, order, NULL, &c);
   fz_plan *p = fz_arena_alloc(arena, sizeof *p);
   p->kind = FZ_PLAN_POINTWISE;
   p->fusion = f;
-  p->reference = fz_arena_strdup(
-      arena, fz_value_label(f->outputs[ref], label, sizeof label));
+  p->reference =
+      fz_arena_strdup(arena, fz_value_label(cand[ref], label, sizeof label));
   p->kernel_name = fz_arena_strdup(arena, "fz_pointwise");
   fz_dag_finish(d, &c, p);
   choose_launch(pb, p);

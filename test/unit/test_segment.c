@@ -515,13 +515,14 @@ START_TEST(test_einsum_example) {
 }
 END_TEST
 
-/* An op no scheduler takes even alone is an error naming it; bad
+/* An op no scheduler takes even alone (a reshape regrouping the axes of
+ * a column-major tensor) is an error naming it; bad
  * arguments are errors, not crashes. */
 START_TEST(test_errors) {
   fz_fusion *f = test_parse(
-      "fusion @bad(%x: f32[4, 6] layout(1, 0)) {\n"
-      "  %r = reshape %x : f32[24]\n"
-      "  %s = sum %r dims(0) : f32\n"
+      "fusion @bad(%x: f32[6, 4] layout(1, 0)) {\n"
+      "  %r = reshape %x : f32[4, 6]\n"
+      "  %s = sum %r dims(1) : f32[4]\n"
       "  return %s\n"
       "}\n");
   int64_t none[1] = {0};
