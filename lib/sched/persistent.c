@@ -329,18 +329,20 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                       !n->column;
     }
   }
-  /* A column sum feeding the full space would need every row before any
-   * row could finish: not a single pass. It happens when the layouts
-   * disagree on which axis is innermost (grad column-major, x row-major). */
+  /* A column sum feeding the full space or a row's would need every row
+   * before any row could finish: not a single pass. It happens when the
+   * layouts disagree on which axis is innermost (grad column-major, x
+   * row-major), or when a row value and a column value meet (a square
+   * space where an unrelated input was matched position by position). */
   for (int i = 0; i < d->num_nodes; i++) {
     const fz_plan_node *n = &d->nodes[i];
-    if (n->column || n->post)
+    if (n->column)
       continue;
     for (int k = 0; k < n->num_operands; k++)
       if (d->nodes[n->operands[k]].column)
-        return fz_dag_decline(d, "a column reduction is used back in the full "
-                                 "space (inputs disagree on the innermost "
-                                 "axis)");
+        return fz_dag_decline(d, "a column reduction is used back in the %s "
+                                 "space",
+                              n->post ? "rows'" : "full");
   }
   if (!has_columns && !has_full_use)
     return fz_dag_decline(d, "no reduction is used back in its rows (a plain "

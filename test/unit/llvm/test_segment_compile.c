@@ -500,6 +500,31 @@ START_TEST(test_output_used_inside) {
 }
 END_TEST
 
+/* Found by fuse-run --random --reductions on the H200 (seed 1796013143):
+ * in a square space an unrelated input is matched position by position,
+ * and a row value (sum over in1's rows) met a column reduction (amax
+ * through a permute); the persistent scheduler accepted the whole fusion
+ * and lowering refused it ("node reads column node"). Now persistent
+ * declines and the fusion splits; every segment must compile. */
+START_TEST(test_row_meets_column) {
+  check_case("row meets column",
+             "fusion @row_meets_column(%in0: f32[N, 7], %in1: f32[N, 7] "
+             "noncontig(1)) {\n"
+             "  %0 = isnan %in0 : bool[N, 7]\n"
+             "  %1 = full 0.5 : f32[b1, b1]\n"
+             "  %2 = add %1, %0 : f32[N, 7]\n"
+             "  %3 = permute %2 perm(1, 0) : f32[7, N]\n"
+             "  %4 = sum %in1 dims(0) : f32[7]\n"
+             "  %6 = sin %4 : f32[7]\n"
+             "  %8 = amax %3 dims(1) : f32[7]\n"
+             "  %9 = add %6, %8 : f32[7]\n"
+             "  %13 = rsqrt %3 : f32[7, N]\n"
+             "  return %9, %13\n"
+             "}\n",
+             "N=7", 2, "N=7");
+}
+END_TEST
+
 START_TEST(test_passthrough) {
   check_case("passthrough",
              "fusion @passthrough(%x: f32[M, N], %w: f32[N]) {\n"
@@ -596,6 +621,7 @@ static Suite *make(void) {
   tcase_add_test(tc, test_two_reductions);
   tcase_add_test(tc, test_softmax_long_rows);
   tcase_add_test(tc, test_output_used_inside);
+  tcase_add_test(tc, test_row_meets_column);
   tcase_add_test(tc, test_passthrough);
   tcase_add_test(tc, test_scalar_input);
   tcase_add_test(tc, test_channels_last_pointwise);
