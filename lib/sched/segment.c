@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_NOTES = 12, NOTE_CHARS = 360, MAX_LISTED = 16 };
+enum { MAX_NOTES = 12, NOTE_CHARS = 360 };
 
 /* ---- the segmenter's state ---------------------------------------------- */
 
@@ -155,20 +155,8 @@ static void order_of_strides(const fz_tensor_desc *d, fz_type *t) {
 
 /* ---- labels and notes --------------------------------------------------- */
 
-/* W's values are all named (name_like_printer); only a parent scheduled
- * whole is printed with `numbers` from fz_print_value_numbers. */
-static void put_label_numbered(fz_buf *b, const fz_value *v,
-                               const int *numbers) {
-  if (v->name)
-    fz_buf_printf(b, "%%%s", v->name);
-  else if (numbers && numbers[v->id] >= 0)
-    fz_buf_printf(b, "%%%d", numbers[v->id]);
-  else
-    fz_buf_printf(b, "%%%d", v->id);
-}
-
 static void put_label(fz_buf *b, const fz_value *v) {
-  put_label_numbered(b, v, NULL);
+  fz_segment_put_label(b, v, NULL);
 }
 
 static void put_group(ctx *c, fz_buf *b, const unsigned char *set) {
@@ -1084,59 +1072,4 @@ fz_status fz_segment_fusion(const fz_problem *problem, fz_segmentation **out,
   }
   *out = s;
   return FZ_OK;
-}
-
-/* ---- printing ----------------------------------------------------------- */
-
-static void put_ref(fz_buf *b, fz_buffer_ref r) {
-  if (r.kind == FZ_BUFFER_OUTPUT)
-    fz_buf_printf(b, " (output %d)", r.index);
-  else if (r.kind == FZ_BUFFER_INTERMEDIATE)
-    fz_buf_printf(b, " (intermediate %d)", r.index);
-}
-
-void fz_segmentation_print_kernels(const fz_segmentation *s,
-                                   const char *const *kernel_names,
-                                   fz_buf *b) {
-  fz_buf_printf(b, "segments @%s: %d\n", s->parent->name, s->num_segments);
-  for (int k = 0; k < s->num_segments; k++) {
-    const fz_segment *seg = &s->segments[k];
-    const fz_fusion *f = seg->fusion;
-    int *numbers = seg->owned ? NULL : fz_print_value_numbers(f);
-    fz_buf_printf(b, "  segment %d: %d ops, scheduler %s", k, f->num_ops,
-                  seg->scheduler ? seg->scheduler : "?");
-    if (kernel_names && kernel_names[k])
-      fz_buf_printf(b, ", kernel %s", kernel_names[k]);
-    fz_buf_puts(b, "\n    ops");
-    for (int i = 0; i < f->num_ops && i < MAX_LISTED; i++) {
-      fz_buf_puts(b, " ");
-      put_label_numbered(b, f->ops[i]->result, numbers);
-    }
-    if (f->num_ops > MAX_LISTED)
-      fz_buf_printf(b, " ... (+%d)", f->num_ops - MAX_LISTED);
-    fz_buf_puts(b, "\n    in");
-    for (int i = 0; i < f->num_inputs; i++) {
-      fz_buf_puts(b, i ? ", " : " ");
-      put_label_numbered(b, f->inputs[i], numbers);
-      put_ref(b, seg->inputs[i]);
-    }
-    fz_buf_puts(b, "\n    out");
-    for (int i = 0; i < f->num_outputs; i++) {
-      fz_buf_puts(b, i ? ", " : " ");
-      put_label_numbered(b, f->outputs[i], numbers);
-      put_ref(b, seg->outputs[i]);
-    }
-    fz_buf_puts(b, "\n");
-    free(numbers);
-  }
-  for (const char *line = s->notes; line && *line;) {
-    const char *end = strchr(line, '\n');
-    int len = end ? (int)(end - line) : (int)strlen(line);
-    fz_buf_printf(b, "  rejected: %.*s\n", len, line);
-    line += len + (end != NULL);
-  }
-}
-
-void fz_segmentation_print(const fz_segmentation *s, fz_buf *b) {
-  fz_segmentation_print_kernels(s, NULL, b);
 }

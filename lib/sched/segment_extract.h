@@ -1,5 +1,5 @@
-/* segment_extract.h - copying a subset of a fusion's ops into a fusion of
- * their own (private to the segmenter). */
+/* segment_extract.h - private to the segmenter: copying a subset of a
+ * fusion's ops into a fusion of their own, and labelling values. */
 #ifndef FZ_SCHED_SEGMENT_EXTRACT_H
 #define FZ_SCHED_SEGMENT_EXTRACT_H
 
@@ -32,5 +32,10 @@ typedef struct fz_extract {
  * in the caller's choice of inputs). */
 fz_status fz_extract_fusion(const fz_extract *x, fz_fusion **out,
                             fz_value **map, fz_error *err);
+
+/* segment_print.c: a value's label as the segment printout writes it:
+ * its name, else its number in `numbers` (fz_print_value_numbers, may be
+ * NULL), else its id. */
+void fz_segment_put_label(fz_buf *b, const fz_value *v, const int *numbers);
 
 #endif
