@@ -67,6 +67,17 @@ static void release(stage_problem *sp) {
   fz_arena_destroy(sp->arena);
 }
 
+/* Writes what `b` holds to `out` and frees it; out of memory (some append
+ * failed) is an error rather than a silently short print. */
+static fz_status put_buf(fz_buf *b, FILE *out, fz_error *err) {
+  char *text = fz_buf_take(b);
+  if (!text)
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  fputs(text, out);
+  free(text);
+  return FZ_OK;
+}
+
 fz_status fo_emit_sched(fz_fusion *f, const fo_options *o, FILE *out,
                         fz_error *err) {
   stage_problem sp = {0};
@@ -74,12 +85,7 @@ fz_status fo_emit_sched(fz_fusion *f, const fo_options *o, FILE *out,
   if (st == FZ_OK) {
     fz_buf b = {0};
     fz_plan_print(sp.plan, &b);
-    char *text = fz_buf_take(&b);
-    if (!text)
-      st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-    else
-      fputs(text, out);
-    free(text);
+    st = put_buf(&b, out, err);
   }
   release(&sp);
   return st;
@@ -126,12 +132,7 @@ fz_status fo_emit_segments(fz_fusion *f, const fo_options *o, FILE *out,
   if (st == FZ_OK) {
     fz_buf b = {0};
     fz_segmentation_print_kernels(seg, kernels, &b);
-    char *text = fz_buf_take(&b);
-    if (!text)
-      st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-    else
-      fputs(text, out);
-    free(text);
+    st = put_buf(&b, out, err);
   }
   fz_segmentation_destroy(seg);
   release(&sp);
@@ -214,13 +215,7 @@ fz_status fo_emit_axis_map(fz_fusion *f, const fo_options *o, FILE *out,
   fz_buf b = {0};
   fprintf(out, "axis map @%s:\n", f->name);
   fz_axis_map_print(map, &b);
-  char *text = fz_buf_take(&b);
-  fz_status st = FZ_OK;
-  if (!text)
-    st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-  else
-    fputs(text, out);
-  free(text);
+  fz_status st = put_buf(&b, out, err);
   fz_arena_destroy(arena);
   return st;
 }
