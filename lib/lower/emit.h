@@ -103,6 +103,20 @@ LLVMValueRef fz_kernel_offset(fz_kernel *k, int a, LLVMValueRef base,
 /* The step between lanes of access a along the innermost axis. */
 LLVMValueRef fz_kernel_inner_stride(fz_kernel *k, int a);
 
+/* loop.c: for (iv = start; iv + ahead < end; iv += step), unsigned
+ * compare, ahead may be NULL; fz_emit_loop_begin leaves the builder in the
+ * body and returns iv (of start's type), fz_emit_loop_end closes the loop
+ * and leaves the builder after it. iv is named `name`; blocks name.head,
+ * name.body, name.done. */
+typedef struct fz_loop {
+  LLVMBasicBlockRef pre, head, exit;
+  LLVMValueRef start, iv;
+} fz_loop;
+LLVMValueRef fz_emit_loop_begin(fz_emit *e, fz_loop *l, LLVMValueRef start,
+                                LLVMValueRef ahead, LLVMValueRef end,
+                                const char *name);
+void fz_emit_loop_end(fz_emit *e, fz_loop *l, LLVMValueRef step);
+
 /* if (cond) { ... } without an else: fz_if_begin leaves the builder in the
  * then-block, fz_if_end in the merge block, where fz_if_merge joins a
  * value computed inside with the one it replaces. */

@@ -166,39 +166,6 @@ LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name) {
   return a;
 }
 
-LLVMValueRef fz_pers_loop_begin(fz_emit *e, pers_loop *l, LLVMValueRef start,
-                                LLVMValueRef end, const char *name) {
-  LLVMBuilderRef b = e->b;
-  char label[64];
-  l->pre = LLVMGetInsertBlock(b);
-  l->head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, name);
-  snprintf(label, sizeof label, "%s.body", name);
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
-  snprintf(label, sizeof label, "%s.done", name);
-  l->exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
-  LLVMBuildBr(b, l->head);
-  LLVMPositionBuilderAtEnd(b, l->head);
-  l->iv = LLVMBuildPhi(b, LLVMTypeOf(start), name);
-  LLVMValueRef in[1] = {start};
-  LLVMBasicBlockRef from[1] = {l->pre};
-  LLVMAddIncoming(l->iv, in, from, 1);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, l->iv, end, ""), body,
-                  l->exit);
-  LLVMPositionBuilderAtEnd(b, body);
-  return l->iv;
-}
-
-void fz_pers_loop_end(fz_emit *e, pers_loop *l, LLVMValueRef step) {
-  LLVMBuilderRef b = e->b;
-  LLVMValueRef next = LLVMBuildAdd(b, l->iv, step, "");
-  LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
-  LLVMBuildBr(b, l->head);
-  LLVMValueRef in[1] = {next};
-  LLVMBasicBlockRef from[1] = {latch};
-  LLVMAddIncoming(l->iv, in, from, 1);
-  LLVMPositionBuilderAtEnd(b, l->exit);
-}
-
 /* shfl.sync.idx from lane 0 of the warp: what lane 0 holds, everywhere. */
 static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask) {
   LLVMTypeRef t = LLVMTypeOf(v);
@@ -886,8 +853,8 @@ static bool body(pers *s) {
       !fz_pers_prefetch_begin(s, clamped_row(s, ctaid, last),
                               LLVMBuildICmp(b, LLVMIntULT, ctaid, tiles, "")))
     return false;
-  pers_loop tl;
-  LLVMValueRef tile = fz_pers_loop_begin(e, &tl, ctaid, tiles, "tile");
+  fz_loop tl;
+  LLVMValueRef tile = fz_emit_loop_begin(e, &tl, ctaid, NULL, tiles, "tile");
   LLVMValueRef row =
       LLVMBuildAdd(b, LLVMBuildMul(b, tile, by, ""), s->ty, "row");
   LLVMValueRef live = LLVMBuildICmp(b, LLVMIntULT, row, kept, "row.in");
@@ -908,7 +875,7 @@ static bool body(pers *s) {
     fz_emit_barrier(e);
   if (p->prefetch)
     fz_pers_prefetch_end(s);
-  fz_pers_loop_end(e, &tl, nctaid);
+  fz_emit_loop_end(e, &tl, nctaid);
 
   if (s->outer && !fz_pers_columns(s))
     return false;

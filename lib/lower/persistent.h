@@ -81,15 +81,6 @@ static inline LLVMValueRef *pers_colacc(pers *s, int j, int k, int lane) {
 /* persistent.c: an alloca in the entry block (so that mem2reg promotes
  * it), from wherever the builder is. */
 LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name);
-/* persistent.c: a counted loop for (iv = start; iv < end; iv += step),
- * the builder left in its body; fz_pers_loop_end closes it. */
-typedef struct pers_loop {
-  LLVMBasicBlockRef pre, head, exit;
-  LLVMValueRef iv;
-} pers_loop;
-LLVMValueRef fz_pers_loop_begin(fz_emit *e, pers_loop *l, LLVMValueRef start,
-                                LLVMValueRef end, const char *name);
-void fz_pers_loop_end(fz_emit *e, pers_loop *l, LLVMValueRef step);
 
 /* persistent_prefetch.c: before the row loop, the first row's copies
  * (`first`: the clamped row index, `any`: i1, the block has a row); in

@@ -320,8 +320,8 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
                        int step) {
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
-  pers_loop lp;
-  LLVMValueRef blk = fz_pers_loop_begin(e, &lp, from, to, "col.blocks");
+  fz_loop lp;
+  LLVMValueRef blk = fz_emit_loop_begin(e, &lp, from, NULL, to, "col.blocks");
   LLVMValueRef at = LLVMBuildAdd(b, LLVMBuildMul(b, blk, w->points, ""), col, "");
   LLVMValueRef got[FZ_LOWER_MAX_LANES];
   for (int j = 0; j < s->ncol; j++) {
@@ -338,7 +338,7 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
       LLVMBuildStore(b, r, slot);
     }
   }
-  fz_pers_loop_end(e, &lp, i64c(e, step));
+  fz_emit_loop_end(e, &lp, i64c(e, step));
   return !e->failed;
 }
 
@@ -409,9 +409,9 @@ static bool final_pass(pers *s, const wspace *w) {
       b, to_i64(e, fz_emit_sreg(e, "ctaid.x")), per_block, "col.first");
   LLVMValueRef stride = LLVMBuildMul(b, w->blocks, per_block, "col.stride");
   LLVMValueRef groups = to_i64(e, s->r_groups);
-  pers_loop cl;
+  fz_loop cl;
   LLVMValueRef base =
-      ok ? fz_pers_loop_begin(e, &cl, start, groups, "col") : NULL;
+      ok ? fz_emit_loop_begin(e, &cl, start, NULL, groups, "col") : NULL;
   LLVMValueRef gc = NULL, valid = NULL;
   if (ok) {
     gc = LLVMBuildAdd(b, base, local, "col.group");
@@ -463,7 +463,7 @@ static bool final_pass(pers *s, const wspace *w) {
     }
     fz_if_end(e, &writer);
     if (ok)
-      fz_pers_loop_end(e, &cl, stride);
+      fz_emit_loop_end(e, &cl, stride);
   }
   free(acc);
   free(c.vals);

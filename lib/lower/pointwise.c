@@ -130,10 +130,6 @@ static bool emit_loop(pointwise *pw) {
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = e->plan;
-  LLVMBasicBlockRef entry = LLVMGetInsertBlock(b);
-  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "loop");
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "body");
-  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "exit");
 
   if (p->rank > 1) {
     pw->gpr = LLVMBuildUDiv(b, k->ext[p->rank - 1], fz_kernel_idx(k, p->vector),
@@ -152,14 +148,9 @@ static bool emit_loop(pointwise *pw) {
       p->unroll == 1 ? stride
                      : LLVMBuildNUWMul(b, stride, fz_kernel_idx(k, p->unroll),
                                        "loop_step");
-  LLVMBuildBr(b, head);
-
-  LLVMPositionBuilderAtEnd(b, head);
-  LLVMValueRef base = LLVMBuildPhi(b, e->t_idx, "base");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, base, k->groups, ""), body,
-                  exit);
-
-  LLVMPositionBuilderAtEnd(b, body);
+  fz_loop loop;
+  LLVMValueRef base =
+      fz_emit_loop_begin(e, &loop, gid, NULL, k->groups, "base");
   bool ok = true;
   for (int u = 0; ok && u < p->unroll; u++)
     ok = emit_slot_loads(pw, u, base, stride);
@@ -169,14 +160,7 @@ static bool emit_loop(pointwise *pw) {
     ok = emit_slot_stores(pw, u);
   if (!ok)
     return false;
-  LLVMValueRef next = LLVMBuildAdd(b, base, step, "base.next");
-  LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
-  LLVMBuildBr(b, head);
-  LLVMValueRef in[2] = {gid, next};
-  LLVMBasicBlockRef from[2] = {entry, latch};
-  LLVMAddIncoming(base, in, from, 2);
-
-  LLVMPositionBuilderAtEnd(b, exit);
+  fz_emit_loop_end(e, &loop, step);
   LLVMBuildRetVoid(b);
   return true;
 }

@@ -72,44 +72,6 @@ static LLVMValueRef *acc_slot(red *r, int j, int lane) {
 /* ---- loops ----------------------------------------------------------------
  */
 
-typedef struct loop {
-  LLVMBasicBlockRef pre, head, exit;
-  LLVMValueRef start, iv;
-} loop;
-
-/* for (iv = start; iv + ahead < end; ...): leaves the builder in the body */
-static LLVMValueRef loop_begin(fz_emit *e, loop *l, LLVMValueRef start,
-                               LLVMValueRef ahead, LLVMValueRef end,
-                               const char *name) {
-  LLVMBuilderRef b = e->b;
-  char label[64];
-  l->pre = LLVMGetInsertBlock(b);
-  l->start = start;
-  l->head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, name);
-  snprintf(label, sizeof label, "%s.body", name);
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
-  snprintf(label, sizeof label, "%s.done", name);
-  l->exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
-  LLVMBuildBr(b, l->head);
-  LLVMPositionBuilderAtEnd(b, l->head);
-  l->iv = LLVMBuildPhi(b, e->t_idx, name);
-  LLVMValueRef at = ahead ? LLVMBuildAdd(b, l->iv, ahead, "") : l->iv;
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, at, end, ""), body, l->exit);
-  LLVMPositionBuilderAtEnd(b, body);
-  return l->iv;
-}
-
-static void loop_end(fz_emit *e, loop *l, LLVMValueRef step) {
-  LLVMBuilderRef b = e->b;
-  LLVMValueRef next = LLVMBuildAdd(b, l->iv, step, "");
-  LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
-  LLVMBuildBr(b, l->head);
-  LLVMValueRef in[2] = {l->start, next};
-  LLVMBasicBlockRef from[2] = {l->pre, latch};
-  LLVMAddIncoming(l->iv, in, from, 2);
-  LLVMPositionBuilderAtEnd(b, l->exit);
-}
-
 /* ---- setup ------------------------------------------------------------------
  */
 
@@ -355,23 +317,23 @@ static bool r_loops(red *r, LLVMValueRef start, LLVMValueRef step,
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   int unroll = e->plan->unroll;
-  loop main;
+  fz_loop main;
   LLVMValueRef ahead =
       unroll == 1 ? NULL
                   : LLVMBuildMul(b, step, fz_kernel_idx(k, unroll - 1), "");
   LLVMValueRef trip =
       unroll == 1 ? step : LLVMBuildMul(b, step, fz_kernel_idx(k, unroll), "");
-  LLVMValueRef i = loop_begin(e, &main, start, ahead, end, "r.main");
+  LLVMValueRef i = fz_emit_loop_begin(e, &main, start, ahead, end, "r.main");
   if (!r_trip(r, unroll, i, step))
     return false;
-  loop_end(e, &main, trip);
+  fz_emit_loop_end(e, &main, trip);
   if (unroll == 1)
     return true;
-  loop tail;
-  LLVMValueRef j = loop_begin(e, &tail, main.iv, NULL, end, "r.tail");
+  fz_loop tail;
+  LLVMValueRef j = fz_emit_loop_begin(e, &tail, main.iv, NULL, end, "r.tail");
   if (!r_trip(r, 1, j, step))
     return false;
-  loop_end(e, &tail, step);
+  fz_emit_loop_end(e, &tail, step);
   return true;
 }
 
@@ -465,8 +427,8 @@ static bool inner_body(red *r) {
       LLVMBuildAdd(b, LLVMBuildMul(b, part, bx, ""), tx, "r_start");
   LLVMValueRef step = LLVMBuildMul(b, bx, parts, "r_step");
 
-  loop tl;
-  LLVMValueRef tile = loop_begin(e, &tl, ctaid, NULL, tiles, "tile");
+  fz_loop tl;
+  LLVMValueRef tile = fz_emit_loop_begin(e, &tl, ctaid, NULL, tiles, "tile");
   LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildMul(b, tile, by, ""), ty, "row");
   LLVMValueRef active = LLVMBuildICmp(b, LLVMIntULT, row, kept, "active");
   tile_start(r, row);
@@ -493,7 +455,7 @@ static bool inner_body(red *r) {
                    active, "writer");
   if (!finish_tile(r, writer, row, tile, vals))
     return false;
-  loop_end(e, &tl, nctaid);
+  fz_emit_loop_end(e, &tl, nctaid);
   LLVMBuildRetVoid(b);
   return true;
 }
@@ -533,8 +495,8 @@ static bool outer_body(red *r) {
       LLVMBuildAdd(b, LLVMBuildMul(b, part, by, ""), ty, "r_start");
   LLVMValueRef step = LLVMBuildMul(b, by, parts, "r_step");
 
-  loop tl;
-  LLVMValueRef tile = loop_begin(e, &tl, ctaid, NULL, tiles, "tile");
+  fz_loop tl;
+  LLVMValueRef tile = fz_emit_loop_begin(e, &tl, ctaid, NULL, tiles, "tile");
   LLVMValueRef col = LLVMBuildAdd(b, LLVMBuildMul(b, tile, bx, ""), tx, "col");
   LLVMValueRef active =
       LLVMBuildICmp(b, LLVMIntULT, col, kept_groups, "active");
@@ -558,7 +520,7 @@ static bool outer_body(red *r) {
   LLVMValueRef point = p->vector == 1 ? col : LLVMBuildMul(b, col, vec, "");
   if (!finish_tile(r, writer, point, tile, vals))
     return false;
-  loop_end(e, &tl, nctaid);
+  fz_emit_loop_end(e, &tl, nctaid);
   LLVMBuildRetVoid(b);
   return true;
 }

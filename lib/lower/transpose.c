@@ -398,10 +398,6 @@ static bool emit_loop(transpose *t, int passes) {
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = e->plan;
-  LLVMBasicBlockRef entry = LLVMGetInsertBlock(b);
-  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "loop");
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "tile");
-  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "exit");
 
   LLVMValueRef tid = fz_emit_sreg(e, "tid.x");
   if (!tid)
@@ -420,25 +416,12 @@ static bool emit_loop(transpose *t, int passes) {
   LLVMValueRef step = fz_kernel_sreg(k, "nctaid.x");
   if (!first || !step)
     return false;
-  LLVMBuildBr(b, head);
-
-  LLVMPositionBuilderAtEnd(b, head);
-  LLVMValueRef tile = LLVMBuildPhi(b, e->t_idx, "t");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, tile, k->groups, ""), body,
-                  exit);
-
-  LLVMPositionBuilderAtEnd(b, body);
+  fz_loop loop;
+  LLVMValueRef tile = fz_emit_loop_begin(e, &loop, first, NULL, k->groups, "t");
   tile_origin(t, tile, tiles_a, tiles_b);
   if (!emit_tile(t, passes))
     return false;
-  LLVMValueRef next = LLVMBuildAdd(b, tile, step, "t.next");
-  LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
-  LLVMBuildBr(b, head);
-  LLVMValueRef in[2] = {first, next};
-  LLVMBasicBlockRef from[2] = {entry, latch};
-  LLVMAddIncoming(tile, in, from, 2);
-
-  LLVMPositionBuilderAtEnd(b, exit);
+  fz_emit_loop_end(e, &loop, step);
   LLVMBuildRetVoid(b);
   return true;
 }
