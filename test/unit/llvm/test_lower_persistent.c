@@ -338,6 +338,13 @@ static void seed000(const char *file, bool canonical, const char *binds,
     ck_assert_count(ptx, "cp.async.cg.shared.global", 4 * p->persistent);
     ck_assert_count(ptx, "ld.shared.v4.f32", 2 * p->persistent);
     ck_assert_has(after(ptx, "cp.async.wait_group 1"), "ld.shared.v4.f32");
+    /* the row loop copies the next row into the other buffer (pf.buf ^ 1)
+     * than the one it reads; into the same one it would overwrite the
+     * current row before reading it */
+    char *next = block_text(l.ir, "pf.next");
+    ck_assert_has(next, "xor i32 %pf.buf, 1");
+    ck_assert_has(next, "cp.async");
+    free(next);
   } else {
     /* grad and x once per row, the weight once: 3 * persistent loads of
      * 16 bytes */
