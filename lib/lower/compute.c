@@ -414,6 +414,58 @@ static bool holds_narrow(fz_dtype d, LLVMValueRef x, fz_dtype narrow) {
   return isnan(v) || fz_round_to_dtype(v, narrow) == v;
 }
 
+/* Whether node n's divisor is the same at every point a thread computes
+ * n at: a literal, or, for a full-space node of a persistent plan, a row
+ * value (after the row's reductions) or a column value. */
+static bool divisor_is_uniform(const fz_plan *p, const fz_plan_node *n) {
+  const fz_plan_node *d = &p->nodes[n->operands[1]];
+  if (d->kind == FZ_NODE_LITERAL)
+    return true;
+  return !n->post && !n->column && (d->post || d->column);
+}
+
+/* x / d for a d shared by the points a thread computes (a row's sum): the
+ * reciprocal r is one division per row (the unrolled points each build
+ * the same fdiv, and LLVM keeps one), and each point costs a multiply and
+ * two fma instead of a division (div.rn.f32 is a dozen instructions with
+ * a slow path). q = x*r is within an ulp of x/d; the remainder x - q*d is
+ * exact in an fma, and q + rem*r is then the correctly rounded quotient
+ * (Markstein's theorem: r correctly rounded, q faithful), except where r
+ * or the quotient is subnormal, which can leave it an ulp off. Where the
+ * remainder is not finite (d or x zero or infinite, or q overflowed) q is
+ * already the IEEE quotient. */
+static LLVMValueRef fma3(fz_emit *e, LLVMValueRef a, LLVMValueRef b,
+                         LLVMValueRef c) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef args[3] = {a, b, c};
+  return fz_emit_intrinsic(e, "llvm.fma", &t, 1, args, 3);
+}
+
+static LLVMValueRef uniform_divide(fz_emit *e, LLVMValueRef x, LLVMValueRef d) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef r = LLVMBuildFDiv(b, fconst(d, 1.0), d, "");
+  LLVMValueRef q = LLVMBuildFMul(b, x, r, "");
+  LLVMValueRef rem = fma3(e, LLVMBuildFNeg(b, q, ""), d, x);
+  LLVMValueRef fixed = rem ? fma3(e, rem, r, q) : NULL;
+  LLVMValueRef mag = rem ? fz_emit_intrinsic1(e, "llvm.fabs", rem) : NULL;
+  if (!fixed || !mag)
+    return NULL;
+  LLVMValueRef finite =
+      LLVMBuildFCmp(b, LLVMRealOLT, mag, fconst(rem, INFINITY), "");
+  return LLVMBuildSelect(b, finite, fixed, q, "");
+}
+
+/* exp(x) whose f32 result is rounded at once to f16 or bf16: ex2.approx of
+ * x*log2(e). Its error (ex2.approx's 2^-22 plus the product's rounding,
+ * at most |x|*2^-24 relative, 5e-6 at the edge of the f32 range) is far
+ * under an f16 or bf16 ulp (2^-11, 2^-8), where libdevice's expf spends
+ * ten instructions a point on an f32 accuracy the rounding discards.
+ * The non-ftz form keeps subnormal results, which bf16 shares with f32. */
+static LLVMValueRef narrow_exp(fz_emit *e, LLVMValueRef x) {
+  LLVMValueRef t = LLVMBuildFMul(e->b, x, fconst(x, 1.4426950408889634), "");
+  return fz_emit_intrinsic(e, "llvm.nvvm.ex2.approx.f", NULL, 0, &t, 1);
+}
+
 LLVMValueRef fz_emit_op_node(fz_emit *e, const fz_plan_node *n,
                              const LLVMValueRef *args) {
   const fz_plan *p = e->plan;
@@ -455,6 +507,18 @@ LLVMValueRef fz_emit_op_node(fz_emit *e, const fz_plan_node *n,
   for (int k = 0; k < n->num_operands; k++)
     if (!(n->code == FZ_OP_WHERE && k == 0))
       x[k] = fz_emit_convert(e, x[k], cd, work);
+  if (n->code == FZ_OP_DIV && fz_dtype_is_float(work) &&
+      divisor_is_uniform(p, n))
+  {
+    LLVMValueRef q = uniform_divide(e, x[0], x[1]);
+    return q ? fz_emit_convert(e, q, work, n->dtype) : NULL;
+  }
+  if (n->code == FZ_OP_EXP && work == FZ_F32 &&
+      (n->dtype == FZ_F16 || n->dtype == FZ_BF16))
+  {
+    LLVMValueRef y = narrow_exp(e, x[0]);
+    return y ? fz_emit_convert(e, y, FZ_F32, n->dtype) : NULL;
+  }
   fz_dtype raw;
   LLVMValueRef r = fz_dtype_is_float(work) ? float_op(e, n->code, work, x, &raw)
                                            : int_op(e, n->code, work, x, &raw);
