@@ -132,6 +132,8 @@ enum {
     (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream))         \
   X(cuMemcpyDtoHAsync_v2,                                                      \
     (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))               \
+  X(cuMemcpyDtoDAsync_v2,                                                      \
+    (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))         \
   X(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char uc, size_t n))              \
   X(cuMemsetD32_v2, (CUdeviceptr dst, unsigned int ui, size_t n))              \
   X(cuMemsetD8Async,                                                           \
@@ -278,21 +280,37 @@ fz_status fz_copy_to_host(fz_device *device, void *dst, CUdeviceptr src,
                           size_t bytes, fz_error *err);
 fz_status fz_copy_device(fz_device *device, CUdeviceptr dst, CUdeviceptr src,
                          size_t bytes, fz_error *err);
+/* Enqueued on `stream`; returns before the copy is done. */
+fz_status fz_copy_device_async(fz_device *device, CUdeviceptr dst,
+                               CUdeviceptr src, size_t bytes, CUstream stream,
+                               fz_error *err);
 
-/* Times work on one stream with a pair of CUDA events. */
+/* Times `runs` repetitions of work on one stream, one pair of CUDA events
+ * each. All runs are enqueued before any is read, each behind a write of
+ * a buffer larger than the L2 cache: the write evicts the previous run's
+ * data, so each run reads from device memory as a cold call would, and it
+ * keeps the GPU busy while the host enqueues the run, so the launch
+ * latency of the host stays out of the time (the method of Triton's
+ * do_bench). */
 typedef struct fz_timer {
   fz_device *device;
-  CUevent start, stop;
+  int runs;
+  CUevent *start, *stop;
   CUstream stream;
+  CUdeviceptr flush;
+  size_t flush_words;
 } fz_timer;
 
-fz_status fz_timer_create(fz_device *device, fz_timer **out, fz_error *err);
+fz_status fz_timer_create(fz_device *device, int runs, fz_timer **out,
+                          fz_error *err);
 /* Accepts NULL. */
 void fz_timer_destroy(fz_timer *timer);
-fz_status fz_timer_start(fz_timer *timer, CUstream stream, fz_error *err);
-/* Records the stop event on the stream given to fz_timer_start. */
-fz_status fz_timer_stop(fz_timer *timer, fz_error *err);
-/* Waits for the stop event, then gives the time between the two events. */
+/* Enqueues the cache flush, then run's start event. */
+fz_status fz_timer_start(fz_timer *timer, int run, CUstream stream,
+                         fz_error *err);
+/* Records run's stop event on the stream given to fz_timer_start. */
+fz_status fz_timer_stop(fz_timer *timer, int run, fz_error *err);
+/* Waits for every run, then writes each run's time to ms[0..runs). */
 fz_status fz_timer_elapsed_ms(fz_timer *timer, float *ms, fz_error *err);
 
 #ifdef __cplusplus

@@ -560,14 +560,14 @@ static float run_fill(fz_module *m, unsigned n, unsigned shared_bytes,
   expect_ok(fz_device_memset8(gpu, out, 0xff, bytes, &err), &err, "poison");
 
   fz_timer *timer = NULL;
-  expect_ok(fz_timer_create(gpu, &timer, &err), &err, "timer");
+  expect_ok(fz_timer_create(gpu, 1, &timer, &err), &err, "timer");
   unsigned grid[3] = {(n + 255) / 256, 1, 1}, block[3] = {256, 1, 1};
   void *params[] = {&out, &n};
-  expect_ok(fz_timer_start(timer, NULL, &err), &err, "timer start");
+  expect_ok(fz_timer_start(timer, 0, NULL, &err), &err, "timer start");
   expect_ok(fz_module_launch(m, grid, block, shared_bytes, NULL, params,
                              cooperative, &err),
             &err, "launch");
-  expect_ok(fz_timer_stop(timer, &err), &err, "timer stop");
+  expect_ok(fz_timer_stop(timer, 0, &err), &err, "timer stop");
   float ms = -1;
   expect_ok(fz_timer_elapsed_ms(timer, &ms, &err), &err, "elapsed");
   expect_ok(fz_device_synchronize(gpu, &err), &err, "synchronize");
