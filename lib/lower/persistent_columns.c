@@ -10,14 +10,19 @@
  *      ordered by accumulator size (widest first, so every region stays
  *      aligned for vector stores), else in node order;
  *   3. a grid-wide barrier (the launch is cooperative, every block is
- *      resident): every writer fences; thread 0 of each block reads the
+ *      resident): a block barrier orders the block's published partials
+ *      before thread 0's fence (the fence is cumulative, as in CUDA's
+ *      cooperative-groups grid sync; a fence in every writer cost ~4 us
+ *      of the seed kernel's fixed cost); thread 0 of each block reads the
  *      generation counters[1], fences, and counts itself in on
  *      counters[0]; the last to arrive resets counters[0] to 0 (so the
  *      next launch needs no memset) and bumps the generation; the others
  *      spin on volatile loads of the generation until it moves;
  *   4. the column groups are spread over the grid, each summed by the
  *      lanes of a warp slice (final_pass says why): lane q sums blocks
- *      q, q + slices, ... in order (volatile loads: L1 is not coherent),
+ *      q, q + slices, ... in order (plain loads: the fence that ends
+ *      the grid barrier invalidates L1, which is not coherent, and the
+ *      block barrier after it orders every thread's loads after it),
  *      a butterfly over the slices combines them, so the result does not
  *      depend on timing; slice 0 rounds to the node's dtype, computes the
  *      column-space nodes (a cast of grad-weight to bf16) and stores the
@@ -179,7 +184,6 @@ static void load_lanes(fz_emit *e, LLVMTypeRef t, size_t size, LLVMValueRef at,
     LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
     LLVMTypeRef vt = c > 1 ? LLVMVectorType(t, (unsigned)c) : t;
     LLVMValueRef x = LLVMBuildLoad2(e->b, vt, p, "");
-    LLVMSetVolatile(x, 1);
     LLVMSetAlignment(x, (unsigned)(c * (int)size));
     for (int i = 0; i < c; i++)
       v[l0 + i] =
@@ -211,7 +215,6 @@ static bool publish(pers *s, const wspace *w, LLVMValueRef *vals) {
                   vals + j * lanes + g * s->V, s->V);
     fz_if_end(e, &in_row);
   }
-  fz_emit_fence_gpu(e);
   fz_if_end(e, &writer);
   return !e->failed;
 }
@@ -314,31 +317,57 @@ static bool eval_col(pers *s, colpass *c, int i) {
 }
 
 /* Into the allocas acc[j][l]: the partials of column point `col` of
- * blocks from, from + step, ... below `to`, in that order. */
+ * blocks from, from + step, ... below `to`, in that order. SUM_UNROLL
+ * blocks a trip, all their loads issued before the first add: a trip
+ * then waits for one L2 round trip, not one per block and node (the
+ * pass was ~6 us of the seed kernel's fixed cost when each load waited
+ * for the add before it). A block past `to` loads block `from`'s
+ * partial, which its select then drops. */
+enum { SUM_UNROLL = 4 };
+
 static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
                        LLVMValueRef col, LLVMValueRef from, LLVMValueRef to,
                        int step) {
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
+  int lanes = s->ncol * s->V;
+  LLVMValueRef *got = calloc((size_t)SUM_UNROLL * (size_t)lanes, sizeof *got);
+  if (!got)
+    return fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory"), false;
+  LLVMValueRef in[SUM_UNROLL];
   fz_loop lp;
   LLVMValueRef blk = fz_emit_loop_begin(e, &lp, from, NULL, to, "col.blocks");
-  LLVMValueRef at = LLVMBuildAdd(b, LLVMBuildMul(b, blk, w->points, ""), col, "");
-  LLVMValueRef got[FZ_LOWER_MAX_LANES];
-  for (int j = 0; j < s->ncol; j++) {
-    fz_dtype t = col_acc(s, j);
-    fz_opcode code = s->p->nodes[s->colnode[j]].code;
-    load_lanes(e, fz_emit_reg_type(e, t), fz_dtype_size(t), ws_ptr(s, w, j, at),
-               got, s->V);
-    for (int l = 0; l < s->V; l++) {
-      LLVMValueRef slot = acc[j * s->V + l];
-      LLVMValueRef a = LLVMBuildLoad2(b, fz_emit_reg_type(e, t), slot, "");
-      LLVMValueRef r = fz_reduce_combine(e, code, t, a, got[l]);
-      if (!r)
-        return false;
-      LLVMBuildStore(b, r, slot);
+  for (int u = 0; u < SUM_UNROLL; u++) {
+    LLVMValueRef bu = LLVMBuildAdd(b, blk, i64c(e, (int64_t)u * step), "");
+    in[u] = u == 0 ? NULL : LLVMBuildICmp(b, LLVMIntULT, bu, to, "col.in");
+    if (in[u])
+      bu = LLVMBuildSelect(b, in[u], bu, from, "");
+    LLVMValueRef at =
+        LLVMBuildAdd(b, LLVMBuildMul(b, bu, w->points, ""), col, "");
+    for (int j = 0; j < s->ncol; j++) {
+      fz_dtype t = col_acc(s, j);
+      load_lanes(e, fz_emit_reg_type(e, t), fz_dtype_size(t),
+                 ws_ptr(s, w, j, at), got + u * lanes + j * s->V, s->V);
     }
   }
-  fz_emit_loop_end(e, &lp, i64c(e, step));
+  for (int u = 0; u < SUM_UNROLL; u++)
+    for (int j = 0; j < s->ncol; j++) {
+      fz_dtype t = col_acc(s, j);
+      fz_opcode code = s->p->nodes[s->colnode[j]].code;
+      for (int l = 0; l < s->V; l++) {
+        LLVMValueRef slot = acc[j * s->V + l];
+        LLVMValueRef a = LLVMBuildLoad2(b, fz_emit_reg_type(e, t), slot, "");
+        LLVMValueRef r =
+            fz_reduce_combine(e, code, t, a, got[u * lanes + j * s->V + l]);
+        if (!r)
+          break;
+        if (in[u])
+          r = LLVMBuildSelect(b, in[u], r, a, "");
+        LLVMBuildStore(b, r, slot);
+      }
+    }
+  free(got);
+  fz_emit_loop_end(e, &lp, i64c(e, (int64_t)SUM_UNROLL * step));
   return !e->failed;
 }
 

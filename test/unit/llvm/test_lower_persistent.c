@@ -297,16 +297,22 @@ END_TEST
 
 /* ---- inner-outer persistent ---------------------------------------------- */
 
-/* The grid part of an inner-outer kernel: partials published, fenced,
- * counted in on counters[0], the generation spun on, partials read back
- * with volatile loads. */
+/* The grid part of an inner-outer kernel: partials published, a block
+ * barrier, thread 0's fence, counted in on counters[0], the generation
+ * spun on, a fence and a block barrier, then the partials read back with
+ * coherent (not .nc) loads. */
 static void check_grid_protocol(const char *ptx) {
   const char *grid = after(ptx, "membar.gl");
-  ck_assert_has(grid, "bar.sync");
   ck_assert_has(grid, "atom.global.add.u32");
   ck_assert_has(grid, "ld.volatile.global.u32");
   ck_assert_has(grid, "st.volatile.global.u32"); /* counters[0] reset */
-  ck_assert_has(after(grid, "atom.global.add.u32"), "ld.volatile.global");
+  const char *spun = after(after(grid, "atom.global.add.u32"),
+                           "ld.volatile.global.u32");
+  ck_assert_has(spun, "membar.gl");
+  ck_assert_has(after(spun, "membar.gl"), "bar.sync");
+  ck_assert_msg(strstr(after(spun, "membar.gl"), "ld.global.nc") == NULL,
+                "the final pass reads partials through the non-coherent "
+                "cache");
 }
 
 static void seed000(const char *file, bool canonical, const char *binds,
@@ -457,8 +463,8 @@ START_TEST(column_post_nodes_and_mixed_accumulators) {
   }
   check_grid_protocol(ptx);
   const char *final = after(ptx, "atom.global.add.u32");
-  ck_assert_has(final, "ld.volatile.global.v2.f64");
-  ck_assert_has(final, "ld.volatile.global.v4.f32");
+  ck_assert_has(final, "ld.global.v2.f64");
+  ck_assert_has(final, "ld.global.v4.f32");
   ck_assert_has(final, "cvt.rn.bf16");
   assemble(ptx);
   free(ptx);
