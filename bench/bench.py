@@ -84,6 +84,17 @@ def workloads():
             raise ValueError(kind)
         return build
 
+    def batch_norm_nhwc(n, h, w, c):
+        """Batch norm forward in training mode (batch statistics) on
+        channels-last activations, as PyTorch runs it (cuDNN)."""
+        def build():
+            x = rand(n, c, h, w).contiguous(memory_format=torch.channels_last)
+            wt, b = rand(c), rand(c)
+            fn = lambda x, wt, b: torch.nn.functional.batch_norm(
+                x, None, None, wt, b, training=True, eps=1e-5)
+            return [x, wt, b], fn, 2 * 4 * x.numel() + 4 * 4 * c
+        return build
+
     def transpose():
         x = rand(8192, 8192)
         return [x], lambda x: x.t().contiguous(), 2 * 4 * x.numel()
@@ -114,6 +125,8 @@ def workloads():
          "M=16384,N=8192", norm("layer_norm_backward", 16384, 8192, torch.bfloat16)),
         ("softmax bf16 16384x8192", T + "norm_softmax_bf16.fz", "M=16384,N=8192",
          norm("softmax", 16384, 8192, torch.bfloat16)),
+        ("batch norm forward NHWC 32x28x28x256 f32", "batch_norm_nhwc.fz",
+         "N=32,H=28,W=28,C=256", batch_norm_nhwc(32, 28, 28, 256)),
     ] + [
         ("gelu(x*2+1) 2^28 f32", "gelu.fz", "N=268435456", gelu),
         ("[8192,8192]+[8192] f32", "broadcast_add.fz", "M=8192,N=8192", broadcast_add),

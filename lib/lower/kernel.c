@@ -55,8 +55,7 @@ static bool is_reduction(const fz_plan *p) {
 }
 
 static bool is_persistent(const fz_plan *p) {
-  return p->kind == FZ_PLAN_INNER_PERSISTENT ||
-         p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+  return fz_plan_is_persistent(p);
 }
 
 static fz_status check_access(const fz_plan *p, int i, fz_error *err) {
@@ -309,8 +308,7 @@ static void annotate(fz_emit *e, const char *key, int value) {
 }
 
 static bool has_workspace(const fz_plan *p) {
-  return (is_reduction(p) && p->split > 1) ||
-         p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+  return (is_reduction(p) && p->split > 1) || fz_plan_has_grid_columns(p);
 }
 
 /* Pointers (one per access), then groups, extents, and per access its
@@ -628,6 +626,7 @@ static bool emit_body(fz_kernel *k) {
     return fz_emit_outer_reduction(k);
   case FZ_PLAN_INNER_PERSISTENT:
   case FZ_PLAN_INNER_OUTER_PERSISTENT:
+  case FZ_PLAN_OUTER_PERSISTENT:
     return fz_emit_persistent(k);
   case FZ_PLAN_TRANSPOSE:
     return fz_emit_transpose(k);

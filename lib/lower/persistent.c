@@ -28,6 +28,12 @@
  *        to the node's dtype as the interpreter rounds it;
  *   columns (INNER_OUTER only): persistent_columns.c.
  *
+ * An OUTER plan (batch norm: body_held) has no row reductions and no row
+ * loop: each thread loads its `held` rows once, then runs every round of
+ * every held row, and between rounds the grid combines the round's
+ * column reductions (persistent_columns.c), whose results become values
+ * of every held row for the next round.
+ *
  * Nodes are computed on demand, each at most once per row and group, in
  * the round that first needs it, so that a value dies as early as it can
  * and few are live across a round's barrier. How often a node is computed
@@ -57,7 +63,8 @@ static bool varies_along(const fz_plan *p, const fz_plan_access *a,
 
 static fz_status check_persistent_node(const fz_plan *p, int i, fz_error *err) {
   const fz_plan_node *n = &p->nodes[i];
-  bool outer = p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+  bool outer = fz_plan_has_grid_columns(p);
+  bool held = p->kind == FZ_PLAN_OUTER_PERSISTENT;
   if (n->post && n->column)
     return fz_error_set(err, FZ_ERR_INTERNAL,
                         "lower: node n%d is in the row and the column space",
@@ -77,6 +84,11 @@ static fz_status check_persistent_node(const fz_plan *p, int i, fz_error *err) {
     if (n->column && !outer)
       return fz_error_set(err, FZ_ERR_INTERNAL,
                           "lower: column reduce n%d in an inner plan", i);
+    if (held && n->column && n->phase != o->phase + 1)
+      return fz_error_set(err, FZ_ERR_INTERNAL,
+                          "lower: column reduce n%d of phase %d reads n%d of "
+                          "phase %d",
+                          i, n->phase, n->operands[0], o->phase);
     if (n->post && (n->phase < 1 || o->phase > n->phase - 1))
       return fz_error_set(err, FZ_ERR_INTERNAL,
                           "lower: row reduce n%d of phase %d reads n%d of "
@@ -97,11 +109,12 @@ static fz_status check_persistent_node(const fz_plan *p, int i, fz_error *err) {
   }
   for (int k = 0; k < n->num_operands; k++) {
     const fz_plan_node *o = &p->nodes[n->operands[k]];
-    if (o->column && !n->column)
+    /* an outer plan's rows read column results back (after their round) */
+    if (o->column && !n->column && (!held || n->post))
       return fz_error_set(err, FZ_ERR_INTERNAL,
                           "lower: node n%d reads column node n%d", i,
                           n->operands[k]);
-    if (!n->column && o->phase > n->phase)
+    if ((!n->column || held) && o->phase > n->phase)
       return fz_error_set(err, FZ_ERR_INTERNAL,
                           "lower: node n%d of phase %d reads n%d of phase %d",
                           i, n->phase, n->operands[k], o->phase);
@@ -134,6 +147,12 @@ fz_status fz_check_persistent(const fz_plan *p, fz_error *err) {
                         "lower: a persistent row must be innermost and a "
                         "multiple of %d lanes",
                         p->vector);
+  if (p->kind == FZ_PLAN_OUTER_PERSISTENT &&
+      (p->unroll < 1 || (int64_t)p->unroll * p->persistent * p->vector >
+                            FZ_PERS_MAX_VALUES))
+    return fz_error_set(err, FZ_ERR_INTERNAL,
+                        "lower: %d rows held of %d groups of %d lanes",
+                        p->unroll, p->persistent, p->vector);
   if (p->persistent < 1 || p->persistent * p->vector > FZ_PERS_MAX_VALUES ||
       p->phases < 0 || p->phases > 64)
     return fz_error_set(err, FZ_ERR_INTERNAL,
@@ -342,7 +361,8 @@ static bool setup(pers *s, fz_kernel *k) {
   s->p = p;
   s->G = p->persistent;
   s->V = p->vector;
-  s->outer = p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+  s->outer = fz_plan_has_grid_columns(p);
+  s->held = p->kind == FZ_PLAN_OUTER_PERSISTENT ? p->unroll : 0;
   for (int d = 0; d < p->rank; d++) {
     if (p->reduced[d]) {
       s->raxes[s->nr++] = d;
@@ -573,7 +593,10 @@ static bool entry(pers *s) {
       continue;
     if (s->space[i] == PS_CONST && !eval_row(s, i))
       return false;
-    for (int g = 0; g < s->G && s->space[i] == PS_COLC && s->outer; g++)
+    /* (an outer plan's column results are read back in later rounds) */
+    for (int g = 0; g < s->G && s->space[i] == PS_COLC && s->outer &&
+                    p->nodes[i].phase == 0;
+         g++)
       if (!eval_full(s, i, g))
         return false;
   }
@@ -877,7 +900,142 @@ static bool body(pers *s) {
     fz_pers_prefetch_end(s);
   fz_emit_loop_end(e, &tl, nctaid);
 
-  if (s->outer && !fz_pers_columns(s))
+  if (s->outer && !fz_pers_columns(s, -1))
+    return false;
+  LLVMBuildRetVoid(b);
+  return !e->failed;
+}
+
+/* ---- outer plans: rows held across the grid ------------------------------ */
+
+/* The tables of held row t: values, evaluation flags and the row table
+ * (each row has its own row-constant values). */
+typedef struct held_row {
+  LLVMValueRef *full, *rowt, row, live;
+  bool *done;
+} held_row;
+
+static void use_row(pers *s, held_row *h) {
+  s->full = h->full;
+  s->rowt = h->rowt;
+  s->done = h->done;
+  row_start(s, h->row);
+}
+
+/* Column node i's results, res[g * V + l], as a value of every held row:
+ * what the rows' later rounds read. */
+static void inject_column(pers *s, held_row *rows, int i,
+                          const LLVMValueRef *res) {
+  for (int t = 0; t < s->held; t++)
+    for (int g = 0; g < s->G; g++) {
+      LLVMValueRef *slot = rows[t].full + ((size_t)g * (size_t)s->p->num_nodes +
+                                           (size_t)i) * (size_t)s->V;
+      for (int l = 0; l < s->V; l++)
+        slot[l] = res[g * s->V + l];
+      rows[t].done[(size_t)g * (size_t)s->p->num_nodes + (size_t)i] = true;
+    }
+}
+
+/* A launch with fewer blocks than the plan's would leave rows unread: it
+ * traps (a failed launch, never a wrong answer); the executor refuses
+ * such a launch before it happens. */
+static bool guard_rows_held(pers *s, LLVMValueRef tiles, LLVMValueRef nctaid) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef cover = LLVMBuildMul(
+      b, nctaid, fz_kernel_idx(s->k, s->held), "tiles.held");
+  LLVMBasicBlockRef bad =
+      LLVMAppendBasicBlockInContext(e->ctx, e->fn, "bad.grid");
+  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "grid.ok");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, cover, tiles, ""), bad, ok);
+  LLVMPositionBuilderAtEnd(b, bad);
+  fz_emit_intrinsic(e, "llvm.trap", NULL, 0, NULL, 0);
+  LLVMBuildUnreachable(b);
+  LLVMPositionBuilderAtEnd(b, ok);
+  return !e->failed;
+}
+
+/* An outer plan (batch norm): the block's `held` tiles (tile ctaid + t *
+ * nctaid) are loaded once, then for each round r: every held row's round
+ * (column partials of the reductions whose operand is ready in r, stores
+ * of what is ready in r), and, between rounds, the grid-wide combine of
+ * round r's column reductions (persistent_columns.c), whose results are
+ * then values of every held row. */
+static bool body_held(pers *s) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  if (!entry(s))
+    return false;
+  size_t nodes = (size_t)p->num_nodes, G = (size_t)s->G, V = (size_t)s->V;
+  held_row *rows = calloc((size_t)s->held, sizeof *rows);
+  LLVMValueRef *res = calloc(G * V + 1, sizeof *res);
+  bool ok = rows && res;
+  for (int t = 0; ok && t < s->held; t++) {
+    rows[t].full = calloc(G * nodes * V + 1, sizeof *rows[t].full);
+    rows[t].rowt = calloc(nodes * V + 1, sizeof *rows[t].rowt);
+    rows[t].done = calloc((G + 1) * nodes + 1, sizeof *rows[t].done);
+    ok = rows[t].full && rows[t].rowt && rows[t].done;
+    if (ok) {
+      /* what the entry computed: constants and phase-0 weight rows */
+      memcpy(rows[t].full, s->full, (G * nodes * V + 1) * sizeof *s->full);
+      memcpy(rows[t].rowt, s->rowt, (nodes * V + 1) * sizeof *s->rowt);
+      memcpy(rows[t].done, s->done, ((G + 1) * nodes + 1) * sizeof *s->done);
+    }
+  }
+  LLVMValueRef *own_full = s->full, *own_rowt = s->rowt;
+  bool *own_done = s->done;
+  if (!ok)
+    fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+
+  LLVMValueRef kept = k->groups;
+  LLVMValueRef by = fz_kernel_idx(k, p->block_y);
+  LLVMValueRef tiles = LLVMBuildUDiv(
+      b, LLVMBuildAdd(b, kept, fz_kernel_idx(k, p->block_y - 1), ""), by,
+      "tiles");
+  LLVMValueRef ctaid = fz_kernel_sreg(k, "ctaid.x"),
+               nctaid = fz_kernel_sreg(k, "nctaid.x");
+  ok = ok && ctaid && nctaid && guard_rows_held(s, tiles, nctaid);
+  LLVMValueRef last = ok ? LLVMBuildSub(b, kept, fz_kernel_idx(k, 1), "") : NULL;
+  for (int t = 0; ok && t < s->held; t++) {
+    LLVMValueRef tile = LLVMBuildAdd(
+        b, ctaid,
+        LLVMBuildMul(b, nctaid, fz_kernel_idx(k, t), ""), "");
+    LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildMul(b, tile, by, ""), s->ty,
+                                    "row");
+    rows[t].live = LLVMBuildICmp(b, LLVMIntULT, row, kept, "row.in");
+    rows[t].row = LLVMBuildSelect(b, rows[t].live, row, last, "row.clamped");
+    use_row(s, &rows[t]);
+    ok = row_loads(s);
+  }
+  for (int r = 0; ok && r <= p->phases; r++) {
+    for (int t = 0; ok && t < s->held; t++) {
+      use_row(s, &rows[t]);
+      ok = row_round(s, r, rows[t].live);
+    }
+    if (!ok || r == p->phases)
+      break;
+    ok = fz_pers_columns(s, r);
+    for (int j = 0; ok && j < s->ncol; j++) {
+      if (p->nodes[s->colnode[j]].phase != r + 1)
+        continue;
+      ok = fz_pers_column_results(s, r, j, res);
+      if (ok)
+        inject_column(s, rows, s->colnode[j], res);
+    }
+  }
+  s->full = own_full;
+  s->rowt = own_rowt;
+  s->done = own_done;
+  for (int t = 0; rows && t < s->held; t++) {
+    free(rows[t].full);
+    free(rows[t].rowt);
+    free(rows[t].done);
+  }
+  free(rows);
+  free(res);
+  if (!ok)
     return false;
   LLVMBuildRetVoid(b);
   return !e->failed;
@@ -885,7 +1043,7 @@ static bool body(pers *s) {
 
 bool fz_emit_persistent(fz_kernel *k) {
   pers s = {0};
-  bool ok = setup(&s, k) && body(&s);
+  bool ok = setup(&s, k) && (s.held ? body_held(&s) : body(&s));
   teardown(&s);
   return ok && !k->e.failed;
 }

@@ -38,7 +38,9 @@ typedef struct pers {
   fz_kernel *k;
   const fz_plan *p;
   int G, V;   /* groups per thread (plan->persistent), lanes per group */
-  bool outer; /* INNER_OUTER: column reductions */
+  bool outer; /* INNER_OUTER, OUTER: column reductions across the grid */
+  int held;   /* OUTER: rows held per thread (plan->unroll), else 0 */
+  int col_round; /* persistent_columns.c: the round being combined, or -1 */
   unsigned char *space;       /* [node] */
   int kaxes[FZ_MAX_RANK], nk; /* kept canonical axes, outermost first */
   int raxes[FZ_MAX_RANK], nr; /* reduced ones */
@@ -99,10 +101,18 @@ void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base);
 /* persistent_columns.c: the shared memory the ty tree of the column
  * partials needs (0 when block_y is 1), declared with the rows' scratch. */
 size_t fz_pers_column_scratch(const pers *s);
-/* persistent_columns.c: after the row loop, the column partials of the
- * thread's groups combined across ty, published, the grid barrier, and
- * the final pass that sums every block's partial and stores the column
- * outputs. Every thread of every block must call it. */
-bool fz_pers_columns(pers *s);
+/* persistent_columns.c: the column partials of the thread's groups
+ * combined across ty, published, the grid barrier, and the final pass
+ * that sums every block's partial and stores the column outputs. Every
+ * thread of every block must call it. round -1 (INNER_OUTER, after the
+ * row loop): every column reduction. round r (OUTER): the column
+ * reductions of phase r + 1; the pass also writes their results to the
+ * workspace and ends with a second grid barrier, after which
+ * fz_pers_column_results reads them. */
+bool fz_pers_columns(pers *s, int round);
+/* persistent_columns.c: column REDUCE number j's results at the thread's
+ * groups, res[g * V + l], in the node's dtype (OUTER, after
+ * fz_pers_columns(s, round)). */
+bool fz_pers_column_results(pers *s, int round, int j, LLVMValueRef *res);
 
 #endif

@@ -55,6 +55,14 @@ static fz_dtype col_acc(const pers *s, int j) {
   return fz_reduce_acc_dtype(s->p->nodes[s->colnode[j]].dtype);
 }
 
+/* Whether column node j is combined in the current call: every one
+ * after an inner-outer row loop; those of the round's phase in an outer
+ * plan. */
+static bool in_round(const pers *s, int j) {
+  return s->col_round < 0 ||
+         s->p->nodes[s->colnode[j]].phase == s->col_round + 1;
+}
+
 /* ---- 1. across ty -------------------------------------------------------- */
 
 static size_t widest_acc(const pers *s) {
@@ -91,6 +99,8 @@ static bool block_partials(pers *s, LLVMValueRef *vals) {
   fz_emit *e = &k->e;
   int lanes = s->G * s->V;
   for (int j = 0; j < s->ncol; j++) {
+    if (!in_round(s, j))
+      continue;
     LLVMTypeRef t = fz_emit_reg_type(e, col_acc(s, j));
     for (int g = 0; g < s->G; g++)
       for (int l = 0; l < s->V; l++)
@@ -104,6 +114,8 @@ static bool block_partials(pers *s, LLVMValueRef *vals) {
   fz_reduce_layout lay;
   column_layout(s, &lay);
   for (int j = 0; j < s->ncol; j++) {
+    if (!in_round(s, j))
+      continue;
     const fz_plan_node *n = &s->p->nodes[s->colnode[j]];
     fz_reduce_set one = {.count = 1};
     one.node[0] = s->colnode[j];
@@ -121,6 +133,7 @@ typedef struct wspace {
   LLVMValueRef blocks;                          /* gridDim.x, i64 */
   LLVMValueRef points;                          /* R, i64 */
   LLVMValueRef region[PERS_MAX_COLUMN_REDUCES]; /* per column node */
+  LLVMValueRef result[PERS_MAX_COLUMN_REDUCES]; /* OUTER: R results each */
 } wspace;
 
 static void workspace_regions(pers *s, wspace *w) {
@@ -142,6 +155,28 @@ static void workspace_regions(pers *s, wspace *w) {
       fz_set_name(w->region[j], "ws.n%d", s->colnode[j]);
       before += size;
     }
+  /* an outer plan's results follow the partials, in the same order */
+  LLVMValueRef partials = LLVMBuildMul(b, stride, i64c(e, (int64_t)before), "");
+  size_t after = 0;
+  for (size_t size = 8; size >= 1 && s->held; size /= 2)
+    for (int j = 0; j < s->ncol; j++) {
+      if (fz_dtype_size(col_acc(s, j)) != size)
+        continue;
+      LLVMValueRef bytes = LLVMBuildAdd(
+          b, partials, LLVMBuildMul(b, w->points, i64c(e, (int64_t)after), ""),
+          "");
+      w->result[j] =
+          LLVMBuildInBoundsGEP2(b, e->t_i8, k->workspace, &bytes, 1, "");
+      fz_set_name(w->result[j], "ws.result.n%d", s->colnode[j]);
+      after += size;
+    }
+}
+
+static LLVMValueRef result_ptr(pers *s, const wspace *w, int j,
+                               LLVMValueRef index) {
+  fz_emit *e = &s->k->e;
+  LLVMTypeRef t = fz_emit_reg_type(e, col_acc(s, j));
+  return LLVMBuildInBoundsGEP2(e->b, t, w->result[j], &index, 1, "");
 }
 
 static LLVMValueRef ws_ptr(pers *s, const wspace *w, int j,
@@ -210,7 +245,8 @@ static bool publish(pers *s, const wspace *w, LLVMValueRef *vals) {
     LLVMValueRef at = LLVMBuildAdd(
         b, row, LLVMBuildMul(b, to_i64(e, s->g[g]), i64c(e, s->V), ""), "");
     for (int j = 0; j < s->ncol; j++)
-      store_lanes(e, fz_emit_reg_type(e, col_acc(s, j)),
+      if (in_round(s, j))
+        store_lanes(e, fz_emit_reg_type(e, col_acc(s, j)),
                   fz_dtype_size(col_acc(s, j)), ws_ptr(s, w, j, at),
                   vals + j * lanes + g * s->V, s->V);
     fz_if_end(e, &in_row);
@@ -346,12 +382,15 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
         LLVMBuildAdd(b, LLVMBuildMul(b, bu, w->points, ""), col, "");
     for (int j = 0; j < s->ncol; j++) {
       fz_dtype t = col_acc(s, j);
-      load_lanes(e, fz_emit_reg_type(e, t), fz_dtype_size(t),
-                 ws_ptr(s, w, j, at), got + u * lanes + j * s->V, s->V);
+      if (in_round(s, j))
+        load_lanes(e, fz_emit_reg_type(e, t), fz_dtype_size(t),
+                   ws_ptr(s, w, j, at), got + u * lanes + j * s->V, s->V);
     }
   }
   for (int u = 0; u < SUM_UNROLL; u++)
     for (int j = 0; j < s->ncol; j++) {
+      if (!in_round(s, j))
+        continue;
       fz_dtype t = col_acc(s, j);
       fz_opcode code = s->p->nodes[s->colnode[j]].code;
       for (int l = 0; l < s->V; l++) {
@@ -378,6 +417,8 @@ static bool combine_slices(pers *s, LLVMValueRef *acc, int width,
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
   for (int j = 0; j < s->ncol; j++) {
+    if (!in_round(s, j))
+      continue;
     fz_dtype t = col_acc(s, j);
     fz_opcode code = s->p->nodes[s->colnode[j]].code;
     for (int l = 0; l < s->V; l++) {
@@ -441,7 +482,7 @@ static bool final_pass(pers *s, const wspace *w) {
   fz_loop cl;
   LLVMValueRef base =
       ok ? fz_emit_loop_begin(e, &cl, start, NULL, groups, "col") : NULL;
-  LLVMValueRef gc = NULL, valid = NULL;
+  LLVMValueRef gc = NULL, valid = NULL, col = NULL;
   if (ok) {
     gc = LLVMBuildAdd(b, base, local, "col.group");
     valid = LLVMBuildICmp(b, LLVMIntULT, gc, groups, "col.valid");
@@ -452,7 +493,7 @@ static bool final_pass(pers *s, const wspace *w) {
       for (int l = 0; l < s->V; l++)
         LLVMBuildStore(b, id, acc[j * s->V + l]);
     }
-    LLVMValueRef col = LLVMBuildMul(b, gc, i64c(e, s->V), "col.point");
+    col = LLVMBuildMul(b, gc, i64c(e, s->V), "col.point");
     ok = sum_blocks(s, w, acc, col, slice, w->blocks, slices) &&
          combine_slices(s, acc, slices, mask);
   }
@@ -472,16 +513,35 @@ static bool final_pass(pers *s, const wspace *w) {
     for (int j = 0; j < s->ncol; j++) {
       int i = s->colnode[j];
       LLVMValueRef *out = fz_slot_val(p, c.vals, i);
-      for (int l = 0; l < s->V; l++) {
-        LLVMValueRef v = LLVMBuildLoad2(b, fz_emit_reg_type(e, col_acc(s, j)),
-                                        acc[j * s->V + l], "");
-        out[l] = fz_emit_convert(e, v, col_acc(s, j), p->nodes[i].dtype);
+      LLVMTypeRef at = fz_emit_reg_type(e, col_acc(s, j));
+      LLVMValueRef got[FZ_LOWER_MAX_LANES];
+      if (in_round(s, j)) {
+        for (int l = 0; l < s->V; l++)
+          got[l] = LLVMBuildLoad2(b, at, acc[j * s->V + l], "");
+        /* an outer plan's rows read the results back */
+        if (s->held)
+          store_lanes(e, at, fz_dtype_size(col_acc(s, j)),
+                      result_ptr(s, w, j, col), got, s->V);
+      } else if (s->held && p->nodes[i].phase <= s->col_round) {
+        /* an earlier round's result, for outputs that combine rounds */
+        load_lanes(e, at, fz_dtype_size(col_acc(s, j)),
+                   result_ptr(s, w, j, col), got, s->V);
+      } else {
+        continue;
       }
+      for (int l = 0; l < s->V; l++)
+        out[l] = fz_emit_convert(e, got[l], col_acc(s, j), p->nodes[i].dtype);
       c.done[i] = true;
     }
     for (int i = 0; ok && i < nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];
       if (n->kind != FZ_NODE_STORE || !n->column)
+        continue;
+      /* an outer plan stores a column output in the round that makes it
+       * (one with no reduction in it, in the first) */
+      int ready = p->nodes[n->operands[0]].phase;
+      if (s->col_round >= 0 && ready != s->col_round + 1 &&
+          !(ready == 0 && s->col_round == 0))
         continue;
       ok = eval_col(s, &c, n->operands[0]);
       if (ok) {
@@ -500,8 +560,9 @@ static bool final_pass(pers *s, const wspace *w) {
   return ok && !e->failed;
 }
 
-bool fz_pers_columns(pers *s) {
+bool fz_pers_columns(pers *s, int round) {
   fz_emit *e = &s->k->e;
+  s->col_round = round;
   if (!s->k->workspace || !s->k->counters)
     return fz_emit_fail(e, FZ_ERR_INTERNAL,
                         "an inner-outer kernel without its workspace"),
@@ -521,5 +582,29 @@ bool fz_pers_columns(pers *s) {
   if (!ok)
     return false;
   grid_barrier(s);
-  return final_pass(s, &w);
+  if (!final_pass(s, &w))
+    return false;
+  /* an outer plan's rows read the results: every block's must be out */
+  if (s->held)
+    grid_barrier(s);
+  return !e->failed;
+}
+
+bool fz_pers_column_results(pers *s, int round, int j, LLVMValueRef *res) {
+  fz_emit *e = &s->k->e;
+  s->col_round = round;
+  wspace w;
+  workspace_regions(s, &w);
+  fz_dtype acc = col_acc(s, j);
+  LLVMTypeRef t = fz_emit_reg_type(e, acc);
+  fz_dtype to = s->p->nodes[s->colnode[j]].dtype;
+  for (int g = 0; g < s->G; g++) {
+    LLVMValueRef at = LLVMBuildMul(e->b, to_i64(e, s->g[g]), i64c(e, s->V), "");
+    load_lanes(e, t, fz_dtype_size(acc), result_ptr(s, &w, j, at),
+               res + g * s->V, s->V);
+    for (int l = 0; l < s->V; l++)
+      if (!(res[g * s->V + l] = fz_emit_convert(e, res[g * s->V + l], acc, to)))
+        return false;
+  }
+  return !e->failed;
 }

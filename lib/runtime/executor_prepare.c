@@ -185,6 +185,15 @@ static fz_status prepare_step(fz_executor *ex, signature_entry *e, int k,
           err, FZ_ERR_UNSUPPORTED,
           "kernel %s cannot run even one block of %d threads per SM",
           plan->kernel_name, plan->threads);
+    /* an outer plan holds a fixed share of the rows in each block: with
+     * fewer blocks some rows would have no block */
+    if (plan->kind == FZ_PLAN_OUTER_PERSISTENT && resident < plan->grid_x)
+      return fz_error_set(
+          err, FZ_ERR_UNSUPPORTED,
+          "kernel %s needs %lld resident blocks of %d threads; this device "
+          "keeps %lld",
+          plan->kernel_name, (long long)plan->grid_x, plan->threads,
+          (long long)resident);
     s->cooperative_grid =
         (unsigned)(plan->grid_x < resident ? plan->grid_x : resident);
     grid[0] = s->cooperative_grid;

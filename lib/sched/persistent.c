@@ -22,11 +22,15 @@
  *     `persistent` 16-byte groups each in registers; short rows share a
  *     block; an inner-outer plan runs as many blocks as can be resident
  *     (cooperative), each looping over rows and keeping column partials
- *     in registers.
+ *     in registers. An outer normalization (every reduction keeps the
+ *     innermost axis: batch norm) holds all its rows on chip instead,
+ *     across a grid barrier per reduction round (outer_heuristics), or
+ *     is declined when they do not fit.
  */
 #include "sched/dag.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t pow2_ceil(int64_t n) {
@@ -103,10 +107,15 @@ static void assign_phases(fz_plan *p) {
       if (op_phase > phase)
         phase = op_phase;
     }
-    if (n->kind == FZ_NODE_REDUCE && n->post)
+    /* a reduction's value is ready a round after its operand: row
+     * reductions; in outer plans, column reductions (a grid barrier) */
+    bool round = n->kind == FZ_NODE_REDUCE &&
+                 (n->post ||
+                  (n->column && p->kind == FZ_PLAN_OUTER_PERSISTENT));
+    if (round)
       phase += 1;
     n->phase = phase;
-    if (n->kind == FZ_NODE_REDUCE && n->post && phase > p->phases)
+    if (round && phase > p->phases)
       p->phases = phase;
   }
 }
@@ -140,6 +149,55 @@ static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   size_t bytes = fz_plan_shared_bytes(p);
   p->prefetch = p->prefetch && any && bytes + 16 * 1024 <= room &&
                 (p->threads >= 512 || bytes <= 32 * 1024);
+}
+
+/* An outer plan holds every row it is given: a block of ~512 threads
+ * (block_y rows of block_x threads) per SM, each thread `unroll` rows of
+ * `persistent` groups, all resident at once (cooperative launch; the
+ * executor refuses a launch that cannot keep grid_x blocks resident).
+ * What does not fit in about 128 registers a thread is declined, and the
+ * segmenter runs it as reductions and pointwise kernels instead. */
+static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
+                             int columns) {
+  int64_t rows = fz_plan_kept_points(p);
+  /* what each held row keeps: the loads that vary along the rows (a
+   * weight row is loaded once per thread) */
+  int row_loads = 0;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_LOAD || n->post || n->column)
+      continue;
+    bool along_rows = false;
+    for (int k = 0; k < p->rank; k++)
+      along_rows |= !p->reduced[k] && p->accesses[n->access].strides[k] != 0;
+    row_loads += along_rows;
+  }
+  int64_t by = 512 / p->block_x;
+  if (by < 1)
+    by = 1;
+  if (by > pow2_ceil(rows))
+    by = pow2_ceil(rows);
+  int64_t tiles = cdiv(rows, by);
+  int64_t grid = pb->device.num_sms < tiles ? pb->device.num_sms : tiles;
+  int64_t held = cdiv(tiles, grid);
+  int64_t lanes = (int64_t)p->persistent * p->vector;
+  int64_t regs = held * lanes * (row_loads ? row_loads : 1) + columns * lanes;
+  if (regs > 128)
+    return fz_dag_decline(d,
+                          "an outer normalization of %lld rows does not fit "
+                          "on chip (%lld values a thread in registers)",
+                          (long long)rows, (long long)regs);
+  p->block_y = (int)by;
+  p->threads = (int)(p->block_x * by);
+  p->unroll = (int)held;
+  p->grid_x = grid;
+  p->blocks = grid;
+  p->cooperative = true;
+  p->prefetch = false;
+  int64_t bound = rows + grid * by * held + fz_plan_reduced_points(p) +
+                  (int64_t)p->block_x * p->vector;
+  p->index32 = fz_plan_fits_int32(p, bound);
+  return true;
 }
 
 static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
@@ -184,7 +242,9 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
     columns += p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column;
   int per_element = (full_loads ? full_loads : 1) + columns;
   int64_t bx = groups < 32 ? pow2_ceil(groups) : 32;
-  while ((cdiv(groups, bx) > 8 || cdiv(groups, bx) * v * per_element > 128) &&
+  int max_pt = 8; /* FZX experiment */
+  { const char *ev = getenv(p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT ? "FZX_OUTER_PT" : "FZX_INNER_PT"); if (ev) max_pt = atoi(ev); }
+  while ((cdiv(groups, bx) > max_pt || cdiv(groups, bx) * v * per_element > 128) &&
          bx < 1024)
     bx *= 2;
   int64_t per_thread = cdiv(groups, bx);
@@ -206,6 +266,8 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   int64_t blocks_per_sm = 2048 / (bx * by);
   if (blocks_per_sm > 16)
     blocks_per_sm = 16;
+  if (p->kind == FZ_PLAN_OUTER_PERSISTENT)
+    return outer_heuristics(d, pb, p, columns);
   if (p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT) {
     /* Every block must be resident (cooperative launch); the executor
      * lowers grid_x further if the kernel's registers allow fewer. */
@@ -218,6 +280,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   }
   p->blocks = p->grid_x;
   choose_prefetch(pb, p, tiles);
+  if (getenv("FZX_NOPREFETCH")) p->prefetch = false;
   int64_t bound = rows + p->grid_x * by + fz_plan_reduced_points(p) + bx * v;
   p->index32 = fz_plan_fits_int32(p, bound);
   return true;
@@ -250,8 +313,8 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     return fz_dag_decline(d, "the reference space has no axis longer than 1");
 
   /* Rows: reductions over the innermost axis; columns: the rest. */
-  unsigned rcols = 0;
-  bool columns = false;
+  unsigned rcols = 0, ccols = 0;
+  bool columns = false, mixed_columns = false;
   for (int i = 0; i < f->num_ops; i++) {
     const fz_op *op = f->ops[i];
     if (fz_op_table[op->code].kind != FZ_KIND_REDUCTION)
@@ -272,12 +335,27 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                               label);
       rcols = reduced;
     } else {
+      mixed_columns |= columns && ccols != reduced;
+      ccols = reduced;
       columns = true;
     }
   }
-  if (!rcols)
-    return fz_dag_decline(d, "no reduction reduces the physically innermost "
-                             "axis (an outer normalization)");
+  /* An outer normalization (batch norm over N, H, W of channels-last
+   * data): every reduction keeps the innermost axis. Its rows are then
+   * the points of the reduced axes, each spanning the kept ones, and the
+   * reductions are column reductions over those rows, used back in them:
+   * the rows are held on chip across a grid barrier per reduction round
+   * (FZ_PLAN_OUTER_PERSISTENT). */
+  bool outer = !rcols;
+  if (outer) {
+    if (!columns || !ccols)
+      return fz_dag_decline(d, "no reduction reduces the physically "
+                               "innermost axis, and none reduces another");
+    if (mixed_columns)
+      return fz_dag_decline(d, "an outer normalization whose reductions "
+                               "reduce different axes");
+    rcols = nontrivial & ~ccols;
+  }
   if (rcols == nontrivial && columns)
     return fz_dag_decline(d, "rows reduce every axis, so there are no columns");
   d->persistent = true;
@@ -336,7 +414,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
    * space where an unrelated input was matched position by position). */
   for (int i = 0; i < d->num_nodes; i++) {
     const fz_plan_node *n = &d->nodes[i];
-    if (n->column)
+    if (n->column || (outer && !n->post))
       continue;
     for (int k = 0; k < n->num_operands; k++)
       if (d->nodes[n->operands[k]].column)
@@ -344,15 +422,28 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                                  "space",
                               n->post ? "rows'" : "full");
   }
+  if (outer && has_full_use)
+    return fz_dag_decline(d, "an outer normalization with row reductions");
   if (!has_columns && !has_full_use)
     return fz_dag_decline(d, "no reduction is used back in its rows (a plain "
                              "reduction)");
+  bool used_back = false;
+  for (int i = 0; i < d->num_nodes && outer; i++)
+    for (int k = 0; k < d->nodes[i].num_operands; k++)
+      used_back |= !d->nodes[i].column &&
+                   d->nodes[d->nodes[i].operands[k]].column;
+  if (outer && !used_back)
+    return fz_dag_decline(d, "no reduction is used back in the full space (a "
+                             "plain outer reduction)");
   fz_plan *p = fz_arena_alloc(arena, sizeof *p);
   p->fusion = f;
-  p->kind = has_columns ? FZ_PLAN_INNER_OUTER_PERSISTENT
-                        : FZ_PLAN_INNER_PERSISTENT;
-  p->kernel_name = fz_arena_strdup(
-      arena, has_columns ? "fz_inner_outer_persistent" : "fz_inner_persistent");
+  p->kind = outer         ? FZ_PLAN_OUTER_PERSISTENT
+            : has_columns ? FZ_PLAN_INNER_OUTER_PERSISTENT
+                          : FZ_PLAN_INNER_PERSISTENT;
+  p->kernel_name = fz_arena_strdup(arena, outer ? "fz_outer_persistent"
+                                          : has_columns
+                                              ? "fz_inner_outer_persistent"
+                                              : "fz_inner_persistent");
   p->reference = fz_arena_strdup(arena, fz_value_label(ref, label, sizeof label));
   fz_dag_finish(d, &c, p);
   assign_phases(p);

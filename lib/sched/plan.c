@@ -112,17 +112,26 @@ fz_dtype fz_reduce_acc_dtype(fz_dtype result) {
   }
 }
 
-static bool has_workspace(const fz_plan *p) {
+bool fz_plan_is_persistent(const fz_plan *p) {
+  return p->kind == FZ_PLAN_INNER_PERSISTENT ||
+         p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT ||
+         p->kind == FZ_PLAN_OUTER_PERSISTENT;
+}
+
+bool fz_plan_has_grid_columns(const fz_plan *p) {
   return p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT ||
+         p->kind == FZ_PLAN_OUTER_PERSISTENT;
+}
+
+static bool has_workspace(const fz_plan *p) {
+  return fz_plan_has_grid_columns(p) ||
          ((p->kind == FZ_PLAN_INNER_REDUCTION ||
            p->kind == FZ_PLAN_OUTER_REDUCTION) &&
           p->split > 1);
 }
 
 int64_t fz_plan_num_tiles(const fz_plan *p) {
-  if (p->kind == FZ_PLAN_INNER_REDUCTION ||
-      p->kind == FZ_PLAN_INNER_PERSISTENT ||
-      p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT)
+  if (p->kind == FZ_PLAN_INNER_REDUCTION || fz_plan_is_persistent(p))
     return (fz_plan_kept_points(p) + p->block_y - 1) / p->block_y;
   if (p->kind == FZ_PLAN_OUTER_REDUCTION) {
     int64_t lanes = (int64_t)p->block_x * p->vector;
@@ -143,13 +152,17 @@ int64_t fz_plan_num_tiles(const fz_plan *p) {
 size_t fz_plan_workspace_bytes(const fz_plan *p) {
   if (!has_workspace(p))
     return 0;
-  if (p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT) {
-    /* one row of column partials per block and column REDUCE node */
+  if (fz_plan_has_grid_columns(p)) {
+    /* one row of column partials per block and column REDUCE node; an
+     * outer plan adds a row of results per node, which every block reads
+     * back into its rows */
     size_t bytes = 0;
     for (int i = 0; i < p->num_nodes; i++)
       if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column)
         bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
-    return bytes * (size_t)fz_plan_reduced_points(p) * (size_t)p->grid_x;
+    size_t rows = (size_t)p->grid_x +
+                  (p->kind == FZ_PLAN_OUTER_PERSISTENT ? 1 : 0);
+    return bytes * (size_t)fz_plan_reduced_points(p) * rows;
   }
   size_t bytes = 0;
   for (int i = 0; i < p->num_nodes; i++)
@@ -161,7 +174,7 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
 size_t fz_plan_counter_bytes(const fz_plan *p) {
   if (!has_workspace(p))
     return 0;
-  if (p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT)
+  if (fz_plan_has_grid_columns(p))
     return 8; /* grid barrier: arrivals, generation */
   return 4 * (size_t)fz_plan_num_tiles(p);
 }
@@ -201,6 +214,8 @@ static const char *kind_name(fz_plan_kind k) {
     return "inner-outer-persistent";
   case FZ_PLAN_TRANSPOSE:
     return "transpose";
+  case FZ_PLAN_OUTER_PERSISTENT:
+    return "outer-persistent";
   }
   return "?";
 }
@@ -232,8 +247,7 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
     const char *dt = fz_dtype_name(n->dtype);
-    bool persistent = p->kind == FZ_PLAN_INNER_PERSISTENT ||
-                      p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+    bool persistent = fz_plan_is_persistent(p);
     if (is_reduction(p) && !persistent && (int)n->post != domain) {
       fz_buf_puts(b, n->post ? "  post:\n" : "  pre:\n");
       domain = n->post;
@@ -317,14 +331,21 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
   fz_buf_printf(b, "plan @%s %s kernel=%s\n", f->name, kind_name(p->kind),
                 p->kernel_name);
   fz_buf_printf(b, "  space [");
+  /* an outer plan's reduced[] marks the axes its rows span: the kept ones */
+  bool flip = p->kind == FZ_PLAN_OUTER_PERSISTENT;
   for (int k = 0; k < p->rank; k++)
     fz_buf_printf(b, "%s%s%" PRId64, k ? ", " : "",
-                  is_reduction(p) ? (p->reduced[k] ? "R" : "I") : "",
+                  is_reduction(p) ? (p->reduced[k] != flip ? "R" : "I") : "",
                   p->extents[k]);
   fz_buf_printf(b, "] reference %s index%d\n", p->reference,
                 p->index32 ? 32 : 64);
-  if (p->kind == FZ_PLAN_INNER_PERSISTENT ||
-      p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT)
+  if (p->kind == FZ_PLAN_OUTER_PERSISTENT)
+    fz_buf_printf(b,
+                  "  launch grid=%" PRId64 " block=%dx%d vector=%d "
+                  "persistent=%d rows-held=%d phases=%d cooperative\n",
+                  p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
+                  p->unroll, p->phases);
+  else if (fz_plan_is_persistent(p))
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
                   "persistent=%d phases=%d%s%s\n",

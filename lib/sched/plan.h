@@ -69,6 +69,16 @@ typedef enum fz_plan_kind {
    * axis than the outputs move through shared-memory tiles, so that both
    * reads and writes are coalesced (see the transpose fields below). */
   FZ_PLAN_TRANSPOSE,
+  /* Outer normalization (batch norm over the outer axes of channels-last
+   * data): every reduction keeps the innermost axis. The lowering sees
+   * it as an inner-outer plan without row reductions: a row is one point
+   * of the reduced axes, spanning the kept ones (so reduced[] marks the
+   * kept axes, the axes a row spans, as in the other persistent plans;
+   * the printout names axes by what the fusion reduces), and the
+   * reductions are column reductions whose results feed back into the
+   * rows. Each thread holds `unroll` rows in registers across a grid
+   * barrier per reduction round (`phases` rounds). */
+  FZ_PLAN_OUTER_PERSISTENT,
 } fz_plan_kind;
 
 /* A global tensor the kernel reads or writes through an affine map. */
@@ -192,6 +202,11 @@ typedef struct fz_plan {
 /* Whether access `a` is one a prefetching plan copies ahead: an input
  * read in the full space that varies along the rows and the columns. */
 bool fz_plan_prefetched(const fz_plan *plan, int a);
+/* INNER, INNER_OUTER and OUTER persistent plans (rows held on chip). */
+bool fz_plan_is_persistent(const fz_plan *plan);
+/* INNER_OUTER and OUTER persistent plans: column reductions combined
+ * across the grid through a workspace, behind a grid barrier. */
+bool fz_plan_has_grid_columns(const fz_plan *plan);
 
 /* ---- kernel parameters: the one place lowering and launch agree ------- *
  * Order: one pointer per access (same order as plan->accesses), then the
