@@ -30,7 +30,6 @@
 #include "sched/dag.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int64_t pow2_ceil(int64_t n) {
@@ -242,9 +241,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
     columns += p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column;
   int per_element = (full_loads ? full_loads : 1) + columns;
   int64_t bx = groups < 32 ? pow2_ceil(groups) : 32;
-  int max_pt = 8; /* FZX experiment */
-  { const char *ev = getenv(p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT ? "FZX_OUTER_PT" : "FZX_INNER_PT"); if (ev) max_pt = atoi(ev); }
-  while ((cdiv(groups, bx) > max_pt || cdiv(groups, bx) * v * per_element > 128) &&
+  while ((cdiv(groups, bx) > 8 || cdiv(groups, bx) * v * per_element > 128) &&
          bx < 1024)
     bx *= 2;
   int64_t per_thread = cdiv(groups, bx);
@@ -280,7 +277,6 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   }
   p->blocks = p->grid_x;
   choose_prefetch(pb, p, tiles);
-  if (getenv("FZX_NOPREFETCH")) p->prefetch = false;
   int64_t bound = rows + p->grid_x * by + fz_plan_reduced_points(p) + bx * v;
   p->index32 = fz_plan_fits_int32(p, bound);
   return true;
