@@ -155,8 +155,15 @@ static void workspace_regions(pers *s, wspace *w) {
       fz_set_name(w->region[j], "ws.n%d", s->colnode[j]);
       before += size;
     }
-  /* an outer plan's results follow the partials, in the same order */
-  LLVMValueRef partials = LLVMBuildMul(b, stride, i64c(e, (int64_t)before), "");
+  /* an outer plan's results follow the partials, in the same order, from
+   * the next 16-byte boundary (the partials of mixed widths, an i64 and
+   * an f32 sum over 2 points, end at byte 24: the H200 faulted on the
+   * misaligned 16-byte result vectors there) */
+  LLVMValueRef partials = LLVMBuildAnd(
+      b,
+      LLVMBuildAdd(b, LLVMBuildMul(b, stride, i64c(e, (int64_t)before), ""),
+                   i64c(e, 15), ""),
+      i64c(e, ~(int64_t)15), "ws.results");
   size_t after = 0;
   for (size_t size = 8; size >= 1 && s->held; size /= 2)
     for (int j = 0; j < s->ncol; j++) {

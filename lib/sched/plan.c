@@ -160,9 +160,10 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
     for (int i = 0; i < p->num_nodes; i++)
       if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column)
         bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
-    size_t rows = (size_t)p->grid_x +
-                  (p->kind == FZ_PLAN_OUTER_PERSISTENT ? 1 : 0);
-    return bytes * (size_t)fz_plan_reduced_points(p) * rows;
+    bool outer = p->kind == FZ_PLAN_OUTER_PERSISTENT;
+    size_t rows = (size_t)p->grid_x + (outer ? 1 : 0);
+    /* the results start at a 16-byte boundary after the partials */
+    return bytes * (size_t)fz_plan_reduced_points(p) * rows + (outer ? 16 : 0);
   }
   size_t bytes = 0;
   for (int i = 0; i < p->num_nodes; i++)
