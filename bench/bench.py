@@ -2,9 +2,10 @@
 """fz benchmark: each workload through fz (fuse-run), PyTorch eager and
 torch.compile in one run, on the same GPU, with the same shapes and layouts.
 
-Times are medians over many runs measured with CUDA events after warm-up
-(fuse-run does the same for fz and also validates its outputs against the
-reference interpreter before timing). GB/s counts each input read once and
+Times are medians over many runs measured with CUDA events after warm-up,
+each run enqueued behind a 256 MiB write that evicts the L2 cache and keeps
+the GPU busy while the host enqueues the run, the events read after the
+last run (fuse-run times fz the same way). GB/s counts each input read once and
 each output written once; "% copy" is against a device-to-device copy
 measured here. Prints a Markdown table; --json writes the raw numbers;
 --report DIR writes DIR/report.md (the machine, the versions and the
@@ -276,7 +277,10 @@ def write_report(data, out_dir):
             ("driver", data.get("driver")), ("torch", data.get("torch")),
             ("fz commit", data.get("commit")),
             ("runs", "median of %s timed runs each (CUDA events, after "
-                     "warm-up)" % data.get("iters", "?")),
+                     "warm-up; each run enqueued behind a 256 MiB "
+                     "L2-evicting write, so neither cached data nor the "
+                     "host's launch latency is in the time)"
+             % data.get("iters", "?")),
             ("copy", "%.0f GB/s (device-to-device copy, read + write)" % copy)]
     lines += ["- %s: %s" % (k, v) for k, v in meta if v is not None]
     lines += ["",
