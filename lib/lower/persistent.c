@@ -472,7 +472,7 @@ static bool trap_if(pers *s, LLVMValueRef bad, const char *name) {
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
   char label[64];
-  snprintf(label, sizeof label, "%s.bad", name);
+  snprintf(label, sizeof label, "bad.%s", name);
   LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
   snprintf(label, sizeof label, "%s.ok", name);
   LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
