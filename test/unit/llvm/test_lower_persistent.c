@@ -1,6 +1,7 @@
 /* test_lower_persistent.c - lib/lower: persistent normalization plans
- * (softmax, layer norm, RMS norm, and the inner-outer kernel of their
- * backwards, seed 000) to LLVM IR and PTX.
+ * (softmax, layer norm, RMS norm, the inner-outer kernel of their
+ * backwards, seed 000, and the outer kernel of batch norm) to LLVM IR and
+ * PTX.
  *
  * The plans come from fz_schedule on parsed fusions, with the problem made
  * up as fuse-opt does it (every tensor dense in its declared layout,
@@ -518,6 +519,91 @@ END_TEST
 
 /* ---- malformed plans ----------------------------------------------------- */
 
+/* ---- outer persistent (batch norm) --------------------------------------- */
+
+static const char *BATCH_NORM =
+    "fusion @bn(%x: f32[M, C], %w: f32[C], %b: f32[C]) {\n"
+    "  %s = sum %x dims(0) keepdim : f32[b1, C]\n"
+    "  %m = mul %s, 1.220703125e-4 : f32[b1, C]\n"
+    "  %me = expand %m : f32[b1->M, C]\n"
+    "  %xc = sub %x, %me : f32[M, C]\n"
+    "  %sq = mul %xc, %xc : f32[M, C]\n"
+    "  %v = sum %sq dims(0) keepdim : f32[b1, C]\n"
+    "  %r = rsqrt %v : f32[b1, C]\n"
+    "  %re = expand %r : f32[b1->M, C]\n"
+    "  %xh = mul %xc, %re : f32[M, C]\n"
+    "  %wb = broadcast %w dims(0) : f32[b1, C]\n"
+    "  %we = expand %wb : f32[b1->M, C]\n"
+    "  %bb = broadcast %b dims(0) : f32[b1, C]\n"
+    "  %be = expand %bb : f32[b1->M, C]\n"
+    "  %y0 = mul %xh, %we : f32[M, C]\n"
+    "  %y = add %y0, %be : f32[M, C]\n"
+    "  return %y, %m\n"
+    "}\n";
+
+/* Batch norm: each thread loads its held rows once (held x groups 16-byte
+ * loads of x, before the first grid barrier, none after), the weight and
+ * bias once; two rounds, each two grid barriers (publish, then results
+ * out); a launch with too few blocks traps. */
+START_TEST(batch_norm_rows_held) {
+  scheduled s;
+  fz_plan *p = schedule(&s, BATCH_NORM, "M=8192,C=256");
+  ck_assert_int_eq(p->kind, FZ_PLAN_OUTER_PERSISTENT);
+  ck_assert(p->cooperative);
+  ck_assert_int_eq(p->phases, 2);
+  ck_assert_int_ge(p->unroll, 2);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  if (!ptx) {
+    lowered_free(&l);
+    scheduled_free(&s);
+    return;
+  }
+  ck_assert(has(l.ir, "bad.grid"));
+  ck_assert_count(ptx, "ld.global.nc.v4.f32",
+                  (p->unroll + 2) * p->persistent);
+  ck_assert(!has(after(ptx, "atom.global.add.u32"), "ld.global.nc"));
+  ck_assert_count(ptx, "atom.global.add.u32", 2 * 2 * p->phases);
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* Column sums with 8- and 4-byte accumulators over 2 points: the results
+ * after the partials start at a 16-byte boundary (the partials end at byte
+ * 24; the H200 faulted on 16-byte vectors there), and the workspace has
+ * room for the padding. */
+START_TEST(outer_results_aligned) {
+  scheduled s;
+  fz_plan *p = schedule(
+      &s,
+      "fusion @f(%x: f32[N, 7] layout(1, 0)) {\n"
+      "  %c = gt %x, 0.5 : bool[N, 7]\n"
+      "  %n = sum %c dims(1) keepdim : i64[N, b1]\n"
+      "  %xn = add %x, %n : f32[N, 7]\n"
+      "  %t = sum %xn dims(1) keepdim : f32[N, b1]\n"
+      "  %y = sub %xn, %t : f32[N, 7]\n"
+      "  return %y\n"
+      "}\n",
+      "N=2");
+  ck_assert_int_eq(p->kind, FZ_PLAN_OUTER_PERSISTENT);
+  size_t points = (size_t)fz_plan_reduced_points(p);
+  ck_assert_uint_eq(fz_plan_workspace_bytes(p),
+                    (8 + 4) * points * (size_t)(p->grid_x + 1) + 16);
+  lowered l = lower_ok(p);
+  const char *at = strstr(l.ir, "%ws.results = and i64");
+  ck_assert_ptr_nonnull(at);
+  const char *eol = strchr(at, '\n');
+  const char *mask = strstr(at, ", -16");
+  ck_assert_msg(mask && (!eol || mask < eol), "results not 16-byte aligned: %.80s",
+                at);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
 /* A full-space node may not read a column value (the columns are only
  * known after every row): here grad-weight's store, moved to the full
  * space. */
@@ -585,6 +671,12 @@ static Suite *make(void) {
   tcase_add_test(outer, column_post_nodes_and_mixed_accumulators);
   tcase_add_test(outer, two_reduced_axes_around_the_kept_one);
   suite_add_tcase(s, outer);
+
+  TCase *held = tcase_create("outer");
+  tcase_set_timeout(held, 120);
+  tcase_add_test(held, batch_norm_rows_held);
+  tcase_add_test(held, outer_results_aligned);
+  suite_add_tcase(s, held);
 
   TCase *bad = tcase_create("malformed");
   tcase_add_test(bad, full_node_reading_a_column_node_is_internal);
