@@ -853,14 +853,51 @@ static bool row_round(pers *s, int round, LLVMValueRef live) {
 
 /* ---- the kernel ---------------------------------------------------------- */
 
-/* This thread's row of tile `tile`, clamped to the last row. */
-static LLVMValueRef clamped_row(pers *s, LLVMValueRef tile, LLVMValueRef last) {
+/* The tiles a block walks: block_y rows each, from tile ctaid in steps
+ * of nctaid; `last` is the last row of the space. */
+typedef struct tile_walk {
+  LLVMValueRef kept, tiles, ctaid, nctaid, last;
+} tile_walk;
+
+static bool tile_walk_init(pers *s, tile_walk *w) {
+  fz_kernel *k = s->k;
+  LLVMBuilderRef b = k->e.b;
+  w->kept = k->groups;
+  w->tiles = LLVMBuildUDiv(
+      b, LLVMBuildAdd(b, w->kept, fz_kernel_idx(k, s->p->block_y - 1), ""),
+      fz_kernel_idx(k, s->p->block_y), "tiles");
+  w->ctaid = fz_kernel_sreg(k, "ctaid.x");
+  w->nctaid = fz_kernel_sreg(k, "nctaid.x");
+  w->last = NULL; /* tile_walk_last, where the caller's guards are done */
+  return w->ctaid && w->nctaid;
+}
+
+static void tile_walk_last(pers *s, tile_walk *w) {
+  w->last = LLVMBuildSub(s->k->e.b, w->kept, fz_kernel_idx(s->k, 1), "");
+}
+
+/* This thread's row of tile `tile`, and whether it lies inside the space
+ * (*live); a row past the end is clamped to the last one. */
+static LLVMValueRef tile_row(pers *s, const tile_walk *w, LLVMValueRef tile,
+                             LLVMValueRef *live) {
+  LLVMBuilderRef b = s->k->e.b;
+  LLVMValueRef row = LLVMBuildAdd(
+      b, LLVMBuildMul(b, tile, fz_kernel_idx(s->k, s->p->block_y), ""), s->ty,
+      "row");
+  *live = LLVMBuildICmp(b, LLVMIntULT, row, w->kept, "row.in");
+  return LLVMBuildSelect(b, *live, row, w->last, "row.clamped");
+}
+
+/* This thread's row of tile `tile`, clamped to the last row (a row only
+ * read: a prefetch). */
+static LLVMValueRef clamped_row(pers *s, const tile_walk *w,
+                                LLVMValueRef tile) {
   LLVMBuilderRef b = s->k->e.b;
   LLVMValueRef row = LLVMBuildAdd(
       b, LLVMBuildMul(b, tile, fz_kernel_idx(s->k, s->p->block_y), ""), s->ty,
       "");
-  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULE, row, last, ""), row,
-                         last, "");
+  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULE, row, w->last, ""),
+                         row, w->last, "");
 }
 
 static bool body(pers *s) {
@@ -868,33 +905,25 @@ static bool body(pers *s) {
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
-  if (!entry(s))
+  tile_walk w;
+  if (!entry(s) || !tile_walk_init(s, &w))
     return false;
-  LLVMValueRef kept = k->groups;
-  LLVMValueRef by = fz_kernel_idx(k, p->block_y);
-  LLVMValueRef tiles = LLVMBuildUDiv(
-      b, LLVMBuildAdd(b, kept, fz_kernel_idx(k, p->block_y - 1), ""), by,
-      "tiles");
-  LLVMValueRef ctaid = fz_kernel_sreg(k, "ctaid.x"),
-               nctaid = fz_kernel_sreg(k, "nctaid.x");
-  if (!ctaid || !nctaid)
-    return false;
-
-  LLVMValueRef last = LLVMBuildSub(b, kept, fz_kernel_idx(k, 1), "");
+  tile_walk_last(s, &w);
   if (p->prefetch &&
-      !fz_pers_prefetch_begin(s, clamped_row(s, ctaid, last),
-                              LLVMBuildICmp(b, LLVMIntULT, ctaid, tiles, "")))
+      !fz_pers_prefetch_begin(
+          s, clamped_row(s, &w, w.ctaid),
+          LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, "")))
     return false;
   fz_loop tl;
-  LLVMValueRef tile = fz_emit_loop_begin(e, &tl, ctaid, NULL, tiles, "tile");
-  LLVMValueRef row =
-      LLVMBuildAdd(b, LLVMBuildMul(b, tile, by, ""), s->ty, "row");
-  LLVMValueRef live = LLVMBuildICmp(b, LLVMIntULT, row, kept, "row.in");
-  row_start(s, LLVMBuildSelect(b, live, row, last, "row.clamped"));
+  LLVMValueRef tile =
+      fz_emit_loop_begin(e, &tl, w.ctaid, NULL, w.tiles, "tile");
+  LLVMValueRef live;
+  row_start(s, tile_row(s, &w, tile, &live));
   if (p->prefetch) {
-    LLVMValueRef next = LLVMBuildAdd(b, tile, nctaid, "tile.next");
-    if (!fz_pers_prefetch_next(s, clamped_row(s, next, last),
-                               LLVMBuildICmp(b, LLVMIntULT, next, tiles, "")))
+    LLVMValueRef next = LLVMBuildAdd(b, tile, w.nctaid, "tile.next");
+    if (!fz_pers_prefetch_next(
+            s, clamped_row(s, &w, next),
+            LLVMBuildICmp(b, LLVMIntULT, next, w.tiles, "")))
       return false;
   }
   if (!row_loads(s))
@@ -907,7 +936,7 @@ static bool body(pers *s) {
     fz_emit_barrier(e);
   if (p->prefetch)
     fz_pers_prefetch_end(s);
-  fz_emit_loop_end(e, &tl, nctaid);
+  fz_emit_loop_end(e, &tl, w.nctaid);
 
   if (s->outer && !fz_pers_columns(s, -1))
     return false;
@@ -990,23 +1019,14 @@ static bool body_held(pers *s) {
   if (!ok)
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
 
-  LLVMValueRef kept = k->groups;
-  LLVMValueRef by = fz_kernel_idx(k, p->block_y);
-  LLVMValueRef tiles = LLVMBuildUDiv(
-      b, LLVMBuildAdd(b, kept, fz_kernel_idx(k, p->block_y - 1), ""), by,
-      "tiles");
-  LLVMValueRef ctaid = fz_kernel_sreg(k, "ctaid.x"),
-               nctaid = fz_kernel_sreg(k, "nctaid.x");
-  ok = ok && ctaid && nctaid && guard_rows_held(s, tiles, nctaid);
-  LLVMValueRef last = ok ? LLVMBuildSub(b, kept, fz_kernel_idx(k, 1), "") : NULL;
+  tile_walk w;
+  ok = ok && tile_walk_init(s, &w) && guard_rows_held(s, w.tiles, w.nctaid);
+  if (ok)
+    tile_walk_last(s, &w);
   for (int t = 0; ok && t < s->held; t++) {
     LLVMValueRef tile = LLVMBuildAdd(
-        b, ctaid,
-        LLVMBuildMul(b, nctaid, fz_kernel_idx(k, t), ""), "");
-    LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildMul(b, tile, by, ""), s->ty,
-                                    "row");
-    rows[t].live = LLVMBuildICmp(b, LLVMIntULT, row, kept, "row.in");
-    rows[t].row = LLVMBuildSelect(b, rows[t].live, row, last, "row.clamped");
+        b, w.ctaid, LLVMBuildMul(b, w.nctaid, fz_kernel_idx(k, t), ""), "");
+    rows[t].row = tile_row(s, &w, tile, &rows[t].live);
     use_row(s, &rows[t]);
     ok = row_loads(s);
   }
