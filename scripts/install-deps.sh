@@ -3,7 +3,7 @@
 # LLVM 19 (static libraries, FileCheck, lit), clang 19 (for the fuzzer),
 # check (unit tests), cmake, zlib and zstd (static, linked into libfz).
 set -euo pipefail
-packages=(llvm-19-dev llvm-19-tools clang-19 check cmake zlib1g-dev libzstd-dev python3 make gcc g++)
+packages=(llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev check cmake zlib1g-dev libzstd-dev python3 make gcc g++)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
