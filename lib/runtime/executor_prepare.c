@@ -67,9 +67,8 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
       return FZ_OK;
     }
   const fz_device_props *props = fz_device_get_props(ex->device);
-  fz_compile_options opts = {.sm = props->sm >= 90 ? 90 : props->sm,
-                             .opt_level = ex->opt_level,
-                             .use_cache = true};
+  fz_compile_options opts = fz_codegen_options(props->sm);
+  opts.opt_level = ex->opt_level;
   fz_kernel_code code;
   fz_status st = fz_compile_plan(plan, &opts, &code, err);
   if (st != FZ_OK)

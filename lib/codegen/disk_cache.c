@@ -6,9 +6,10 @@
  * file and concurrent writers of one key are harmless. A cache that cannot
  * be read or written is skipped silently: it only ever saves time.
  */
-#include "runtime/compile.h"
+#include "codegen/disk_cache.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

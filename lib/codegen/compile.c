@@ -4,7 +4,8 @@
  * millisecond and its IR text is the most precise key there is, while the
  * O3 pipeline and code generation are the expensive part worth skipping.
  */
-#include "runtime/compile.h"
+#include "codegen/codegen.h"
+#include "codegen/disk_cache.h"
 
 #include "lower/lower.h"
 #include "nvptx/nvptx.h"
@@ -19,6 +20,12 @@ void fz_kernel_code_free(fz_kernel_code *code) {
   free(code->ptx);
   free(code->llvm);
   *code = (fz_kernel_code){0};
+}
+
+fz_compile_options fz_codegen_options(int device_sm) {
+  return (fz_compile_options){.sm = device_sm >= 90 ? 90 : device_sm,
+                              .opt_level = 3,
+                              .use_cache = true};
 }
 
 static char *dup_string(const char *s) {
