@@ -2,9 +2,10 @@
  *
  * It drives the stages below it for one kernel: lib/lower builds the LLVM
  * module from the plan, lib/nvptx links libdevice, runs the O3 pipeline and
- * emits PTX; in between sits the on-disk cache of compiled PTX
- * (disk_cache.c), keyed by the lowered IR, so that a kernel compiled once
- * is not optimised again by the next process. It knows nothing of devices
+ * emits PTX; in between sits the on-disk cache of compiled PTX (cache.h,
+ * docs/cache.md), keyed by the lowered IR and everything else the PTX
+ * depends on, so that a kernel compiled once is not optimised again by the
+ * next process. It knows nothing of devices
  * or launches: the runtime's executor calls it for each kernel it needs,
  * and fuse-opt calls it to print LLVM IR and PTX, with the same options
  * (fz_codegen_options), so that what fuse-opt prints is what runs.
