@@ -24,6 +24,11 @@ typedef struct fz_compile_options {
   bool use_cache;  /* consult and fill the disk cache */
   bool want_llvm;  /* also return the optimised LLVM IR text */
   bool want_unoptimized_llvm; /* return the IR as lowered, before O3 */
+  /* FZ_DUMP (dump.h): the unit and kernel index this kernel's dumps are
+   * filed under; NULL: a unit of its own, named after the plan's fusion,
+   * kernel 0. */
+  const struct fz_dump_unit *dump_unit;
+  int dump_kernel;
 } fz_compile_options;
 
 /* The options the executor compiles with for a device of compute
@@ -38,7 +43,9 @@ typedef struct fz_kernel_code {
 } fz_kernel_code;
 
 /* Lowers, optimises and emits one plan's kernel (or takes its PTX from the
- * disk cache). Thread-safe: each call has its own LLVM context. */
+ * disk cache, unless FZ_DUMP asks for LLVM IR). Dumps what FZ_DUMP asks
+ * for of the plan, the LLVM IR and the PTX. Thread-safe: each call has its
+ * own LLVM context. */
 fz_status fz_compile_plan(const fz_plan *plan, const fz_compile_options *opts,
                           fz_kernel_code *out, fz_error *err);
 void fz_kernel_code_free(fz_kernel_code *code);

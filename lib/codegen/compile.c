@@ -8,6 +8,7 @@
  */
 #include "codegen/codegen.h"
 #include "codegen/cache.h"
+#include "codegen/dump.h"
 
 #include "lower/lower.h"
 #include "nvptx/nvptx.h"
@@ -71,9 +72,62 @@ static char *cache_key(const char *lowered_ir, const fz_compile_options *opts,
   return fz_buf_take(&b);
 }
 
+static void dump_plan(const fz_dump_unit *unit, int kernel,
+                      const fz_plan *plan) {
+  if (!unit->name[0] || !fz_dump_wants(FZ_DUMP_PLAN))
+    return;
+  fz_buf b = {0};
+  fz_plan_print(plan, &b);
+  char *text = fz_buf_take(&b);
+  fz_dump_text(unit, kernel, FZ_DUMP_KIND_PLAN, plan->kernel_name, text);
+  free(text);
+}
+
+/* Dumps the optimised IR and, when asked for, hands it to the caller. */
+static fz_status take_optimized_llvm(LLVMModuleRef module,
+                                     const fz_compile_options *opts,
+                                     const fz_dump_unit *unit, int kernel,
+                                     fz_kernel_code *out, fz_error *err) {
+  bool wanted = opts->want_llvm && !opts->want_unoptimized_llvm;
+  if (!wanted && !(unit->name[0] && fz_dump_wants(FZ_DUMP_LLVM)))
+    return FZ_OK;
+  char *text = fz_nvptx_module_text(module);
+  if (!text)
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  char detail[32];
+  snprintf(detail, sizeof detail, "O%d, sm_%d", opts->opt_level, opts->sm);
+  fz_dump_text(unit, kernel, FZ_DUMP_KIND_LLVM_OPTIMIZED, detail, text);
+  if (wanted)
+    out->llvm = text;
+  else
+    free(text);
+  return FZ_OK;
+}
+
+static void dump_ptx(const fz_dump_unit *unit, int kernel,
+                     const fz_compile_options *opts, const fz_kernel_code *code) {
+  char detail[64];
+  snprintf(detail, sizeof detail, "sm_%d%s", opts->sm,
+           code->from_cache ? ", from the disk cache" : "");
+  fz_dump_text(unit, kernel, FZ_DUMP_KIND_PTX, detail, code->ptx);
+}
+
 fz_status fz_compile_plan(const fz_plan *plan, const fz_compile_options *opts,
                           fz_kernel_code *out, fz_error *err) {
   *out = (fz_kernel_code){0};
+  fz_dump_unit own_unit;
+  const fz_dump_unit *unit = opts->dump_unit;
+  int kernel = opts->dump_kernel;
+  if (!unit) {
+    fz_dump_unit_begin(&own_unit, plan->fusion ? plan->fusion->name : NULL);
+    unit = &own_unit;
+    kernel = 0;
+  }
+  dump_plan(unit, kernel, plan);
+  /* Dumped LLVM IR is compiled now, so a cached kernel is no reason to
+   * show half of it. */
+  bool skip_cache_read = opts->want_llvm || fz_dump_wants(FZ_DUMP_LLVM);
+
   fz_nvptx_init();
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef module = NULL;
@@ -89,6 +143,8 @@ fz_status fz_compile_plan(const fz_plan *plan, const fz_compile_options *opts,
     goto done;
 
   char *text = LLVMPrintModuleToString(module);
+  fz_dump_text(unit, kernel, FZ_DUMP_KIND_LLVM_LOWERED, plan->kernel_name,
+               text);
   if (caching)
     key = cache_key(text, opts, &libdevice);
   if (opts->want_unoptimized_llvm) {
@@ -101,10 +157,11 @@ fz_status fz_compile_plan(const fz_plan *plan, const fz_compile_options *opts,
   }
   LLVMDisposeMessage(text);
 
-  if (key && !opts->want_llvm) {
+  if (key && !skip_cache_read) {
     out->ptx = fz_disk_cache_get(key, strlen(key));
     if (out->ptx) {
       out->from_cache = true;
+      dump_ptx(unit, kernel, opts, out);
       goto done;
     }
   }
@@ -114,18 +171,15 @@ fz_status fz_compile_plan(const fz_plan *plan, const fz_compile_options *opts,
                          .libdevice_path =
                              libdevice.linked ? libdevice.path : NULL};
   st = fz_nvptx_optimize(module, &nv, err);
-  if (st != FZ_OK)
-    goto done;
-  if (opts->want_llvm && !opts->want_unoptimized_llvm) {
-    out->llvm = fz_nvptx_module_text(module);
-    if (!out->llvm) {
-      st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-      goto done;
-    }
+  if (st == FZ_OK)
+    st = take_optimized_llvm(module, opts, unit, kernel, out, err);
+  if (st == FZ_OK)
+    st = fz_nvptx_emit(module, &nv, &out->ptx, err);
+  if (st == FZ_OK) {
+    dump_ptx(unit, kernel, opts, out);
+    if (key)
+      fz_disk_cache_put(key, strlen(key), out->ptx);
   }
-  st = fz_nvptx_emit(module, &nv, &out->ptx, err);
-  if (st == FZ_OK && key)
-    fz_disk_cache_put(key, strlen(key), out->ptx);
 done:
   free(key);
   if (module)

@@ -17,6 +17,7 @@
  * skipped silently: it only ever saves time.
  */
 #include "codegen/cache.h"
+#include "codegen/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,21 +60,6 @@ const char *fz_disk_cache_dir(char *buf, size_t size) {
       return NULL;
   }
   return n > 0 && (size_t)n < size ? buf : NULL;
-}
-
-static bool make_dirs(const char *path) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
-    return false;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = 0;
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-      return false;
-    *p = '/';
-  }
-  return mkdir(tmp, 0755) == 0 || errno == EEXIST;
 }
 
 /* dir/<name>.fzptx for the key; false when it does not fit. */
@@ -185,7 +171,7 @@ char *fz_disk_cache_get(const char *key, size_t key_len) {
 
 void fz_disk_cache_put(const char *key, size_t key_len, const char *ptx) {
   char dir[4000], path[4096], tmp[4200];
-  if (!fz_disk_cache_dir(dir, sizeof dir) || !make_dirs(dir) ||
+  if (!fz_disk_cache_dir(dir, sizeof dir) || !fz_make_dirs(dir) ||
       !entry_path(dir, key, key_len, path, sizeof path))
     return;
   size_t ptx_len = strlen(ptx);

@@ -7,6 +7,7 @@
 #define FZ_RUNTIME_EXECUTOR_H
 
 #include "codegen/codegen.h"
+#include "codegen/dump.h"
 #include "runtime/cuda.h"
 #include "sched/segment.h"
 
