@@ -41,7 +41,7 @@
 #include "lower/lower.h"
 #include "nvptx/nvptx.h"
 #endif
-#include "runtime/compile.h"
+#include "codegen/codegen.h"
 #include "runtime/cuda.h"
 #include "sched/plan.h"
 
@@ -344,15 +344,16 @@ static fz_status cold_stages(const workload *w, const char *text,
 
   /* As the executor compiles: sm_90 at most, O3, libdevice when called. */
 #ifdef FZ_LATENCY_SHARED
-  fz_compile_options opts = {.sm = info.sm >= 90 ? 90 : info.sm,
-                             .opt_level = 3};
+  fz_compile_options opts = fz_codegen_options(info.sm);
+  opts.use_cache = false;
   t0 = now_s();
   st = fz_compile_plan(plan, &opts, &code, err);
   t[ST_COMPILE] = now_s() - t0;
   ptx = code.ptx;
 #else
   fz_nvptx_init();
-  fz_nvptx_options nv = {.sm = info.sm >= 90 ? 90 : info.sm, .opt_level = 3};
+  fz_compile_options co = fz_codegen_options(info.sm);
+  fz_nvptx_options nv = {.sm = co.sm, .opt_level = co.opt_level};
   ctx = LLVMContextCreate();
   t0 = now_s();
   st = fz_lower_plan(plan, ctx, &module, &nv.link_libdevice, err);

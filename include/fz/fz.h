@@ -297,7 +297,8 @@ typedef struct fz_device_tensor {
 /* Runs one fusion on one device: checks each call's inputs against the
  * fusion, schedules, compiles once per input signature (memory cache) and
  * once per kernel (disk cache: $FZ_CACHE_DIR, else $XDG_CACHE_HOME/fz, else
- * ~/.cache/fz; FZ_CACHE_DIR=off disables it), and launches.
+ * ~/.cache/fz; FZ_CACHE_DIR=off disables it, FZ_CACHE_MAX_MB caps it:
+ * docs/cache.md), and launches.
  *
  * A fusion that no single scheduler accepts is split into segments (one
  * kernel each, launched in order), the values passed between them kept

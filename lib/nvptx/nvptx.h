@@ -9,7 +9,8 @@
  * take ownership of nothing: the context and module stay the caller's. They
  * are thread-safe for modules in distinct LLVM contexts.
  *
- * Only lib/nvptx and lib/lower include this header (it pulls in LLVM's C API).
+ * Only lib/nvptx, lib/lower and lib/codegen include this header (it pulls in
+ * LLVM's C API).
  */
 #ifndef FZ_NVPTX_NVPTX_H
 #define FZ_NVPTX_NVPTX_H

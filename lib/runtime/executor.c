@@ -18,7 +18,7 @@
  * Two caches, because two different things repeat: the same shapes call
  * after call (signature cache: a hit costs a short compare), and different
  * shapes that schedule the same way (kernel cache by plan key: no
- * recompilation). The disk cache under compile.c survives the process.
+ * recompilation). The disk cache of lib/codegen survives the process.
  */
 #include "runtime/executor.h"
 

@@ -6,7 +6,8 @@
 #ifndef FZ_RUNTIME_EXECUTOR_H
 #define FZ_RUNTIME_EXECUTOR_H
 
-#include "runtime/compile.h"
+#include "codegen/codegen.h"
+#include "codegen/dump.h"
 #include "runtime/cuda.h"
 #include "sched/segment.h"
 

@@ -12,6 +12,12 @@
  * per signature, so that a later call with the same signature only
  * launches.
  *
+ * With FZ_DUMP set (lib/codegen/dump.h), a miss dumps the fusion (as the
+ * executor compiles it: after alloc-order) and its segments, and each
+ * kernel it compiles dumps its plan, LLVM IR and PTX, all filed under
+ * one unit named after the fusion; kernels found in the kernel cache were
+ * dumped when they were compiled.
+ *
  * Intermediates share one device allocation per signature, each tensor at
  * a 256-byte aligned offset (the descriptors promise 16), so that an error
  * path or fz_executor_destroy has one pointer to free.
@@ -57,8 +63,11 @@ void fz_executor_signature_free(fz_executor *ex, signature_entry *e) {
   fz_arena_destroy(e->arena); /* e itself lives in it */
 }
 
+/* Kernel k of the signature: from the executor's kernel cache, or
+ * compiled (and dumped, when FZ_DUMP asks, under `dump`'s name). */
 static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
                                         fz_arena *plan_arena,
+                                        const fz_dump_unit *dump, int k,
                                         kernel_entry **out, fz_error *err) {
   const char *key = fz_plan_key(plan, plan_arena);
   for (int i = 0; i < ex->num_kernels; i++)
@@ -67,9 +76,10 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
       return FZ_OK;
     }
   const fz_device_props *props = fz_device_get_props(ex->device);
-  fz_compile_options opts = {.sm = props->sm >= 90 ? 90 : props->sm,
-                             .opt_level = ex->opt_level,
-                             .use_cache = true};
+  fz_compile_options opts = fz_codegen_options(props->sm);
+  opts.opt_level = ex->opt_level;
+  opts.dump_unit = dump;
+  opts.dump_kernel = k;
   fz_kernel_code code;
   fz_status st = fz_compile_plan(plan, &opts, &code, err);
   if (st != FZ_OK)
@@ -80,15 +90,15 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
     fz_kernel_code_free(&code);
     return st;
   }
-  kernel_entry *k = fz_arena_alloc(ex->arena, sizeof *k);
-  k->key = fz_arena_strdup(ex->arena, key);
-  k->module = module;
-  k->ptx = code.ptx;
+  kernel_entry *entry = fz_arena_alloc(ex->arena, sizeof *entry);
+  entry->key = fz_arena_strdup(ex->arena, key);
+  entry->module = module;
+  entry->ptx = code.ptx;
   code.ptx = NULL;
   fz_kernel_code_free(&code);
   fz_arena_push(ex->arena, (void ***)&ex->kernels, &ex->num_kernels,
-                &ex->cap_kernels, k);
-  *out = k;
+                &ex->cap_kernels, entry);
+  *out = entry;
   return FZ_OK;
 }
 
@@ -130,7 +140,7 @@ static bool step_outputs_empty(const fz_segment *seg, const fz_problem *pb) {
 static fz_status prepare_step(fz_executor *ex, signature_entry *e, int k,
                               const fz_problem *parent,
                               const fz_tensor_desc *intermediate_descs,
-                              fz_error *err) {
+                              const fz_dump_unit *dump, fz_error *err) {
   const fz_segment *seg = &e->segmentation->segments[k];
   step *s = &e->steps[k];
   s->segment = seg;
@@ -154,8 +164,8 @@ static fz_status prepare_step(fz_executor *ex, signature_entry *e, int k,
   if (plan->num_accesses > 256 || fz_plan_num_params(plan) > 512)
     return fz_error_set(err, FZ_ERR_UNSUPPORTED,
                         "kernel has too many parameters");
-  if ((st = find_or_compile_kernel(ex, plan, e->arena, &s->kernel, err)) !=
-      FZ_OK)
+  if ((st = find_or_compile_kernel(ex, plan, e->arena, dump, k, &s->kernel,
+                                   err)) != FZ_OK)
     return st;
 
   size_t ws = fz_plan_workspace_bytes(plan);
@@ -268,8 +278,14 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
    * no steps. */
   fz_tensor_desc *intermediate_descs = NULL;
   fz_status st = FZ_OK;
+  /* FZ_DUMP: this signature's kernels are filed under one unit. */
+  fz_dump_unit dump;
+  fz_dump_unit_begin(&dump, f->name);
+  fz_dump_fusion(&dump, f);
   if (!all_outputs_empty(&problem)) {
     st = fz_segment_fusion(&problem, &e->segmentation, err);
+    if (st == FZ_OK)
+      fz_dump_segments(&dump, e->segmentation);
     if (st == FZ_OK)
       st = allocate_intermediates(ex, e, b->values, &intermediate_descs, err);
   }
@@ -277,7 +293,7 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
     int n = e->segmentation->num_segments;
     e->steps = fz_arena_alloc(arena, sizeof *e->steps * (size_t)(n + 1));
     for (int k = 0; k < n && st == FZ_OK; k++) {
-      st = prepare_step(ex, e, k, &problem, intermediate_descs, err);
+      st = prepare_step(ex, e, k, &problem, intermediate_descs, &dump, err);
       e->num_steps = k + 1; /* its workspace, if any, is freed with e */
     }
   }

@@ -10,7 +10,7 @@
  */
 #include "fuse-opt.h"
 
-#include "runtime/compile.h"
+#include "codegen/codegen.h"
 #include "sched/axis_map.h"
 #include "sched/segment.h"
 
@@ -182,8 +182,12 @@ static fz_status emit_code(fz_fusion *f, const fo_options *o, FILE *out,
   stage_problem sp = {0};
   fz_status st = schedule(f, o, out, &sp, err);
   if (st == FZ_OK) {
-    fz_compile_options opts = {.sm = o->sm, .opt_level = 3,
-                               .use_cache = false, .want_llvm = llvm};
+    /* The executor's options for a device of --arch, without the disk
+     * cache: the text printed is compiled now (the cache, keyed by all
+     * that determines it, would return the same). */
+    fz_compile_options opts = fz_codegen_options(o->sm);
+    opts.use_cache = false;
+    opts.want_llvm = llvm;
     fz_kernel_code code;
     st = fz_compile_plan(sp.plan, &opts, &code, err);
     if (st == FZ_OK)

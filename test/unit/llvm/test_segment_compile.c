@@ -28,7 +28,7 @@
  */
 #include "lower_util.h"
 
-#include "runtime/compile.h"
+#include "codegen/codegen.h"
 #include "sched/segment.h"
 
 enum { MAX_T = 16, NUM_RANDOM = 40 };
