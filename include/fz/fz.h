@@ -217,9 +217,11 @@ fz_status fz_output_sizes(const fz_fusion *fusion, int output,
 
 /* The reference interpreter: runs the fusion on the host, computing in
  * f64 (int64 for integers) and rounding each value to its dtype exactly as
- * the GPU stores it. outputs[i] must describe caller-allocated memory of
- * the output's dtype, rank and sizes (any non-overlapping strides); fz
- * writes every element and keeps no pointer. Its own temporaries are
+ * the GPU stores it; sums and products of f32, f16 and bf16 overflow to
+ * inf where an f32 accumulator would (docs/format.md, Semantics).
+ * outputs[i] must describe caller-allocated memory of the output's dtype,
+ * rank and sizes (any non-overlapping strides); fz writes every element
+ * and keeps no pointer. Its own temporaries are
  * malloc'd and freed before it returns. FZ_ERR_ARGUMENT for inputs or
  * outputs that do not fit the fusion, FZ_ERR_INVALID for an op the
  * values make undefined (amax over an empty axis; at the op's location),
