@@ -61,7 +61,7 @@ fz_loc fz_error_loc(const fz_error *err) {
 
 fz_loc fz_value_loc(const fz_value *v) {
   return v && v->kind == FZ_VALUE_RESULT && v->def ? v->def->loc
-                                                  : (fz_loc){0, 0};
+                                                   : (fz_loc){0, 0};
 }
 
 _Noreturn void fz_die(const char *file, int line, const char *fmt, ...) {

@@ -44,8 +44,8 @@ typedef struct fz_emit {
   LLVMValueRef fn;
   fz_error *err;
   bool failed;
-  fz_status status;          /* of the first failure */
-  const fz_plan_node *node;  /* the node being emitted, if any */
+  fz_status status;         /* of the first failure */
+  const fz_plan_node *node; /* the node being emitted, if any */
   bool uses_libdevice;
   LLVMTypeRef t_void, t_i1, t_i8, t_i32, t_i64, t_half, t_bf16, t_f32, t_f64,
       t_ptr,         /* ptr addrspace(1) */

@@ -28,8 +28,7 @@ bool fz_dag_decline(fz_dag *d, const char *fmt, ...) {
   return false;
 }
 
-bool fz_dag_decline_at(fz_dag *d, const fz_value *about, const char *fmt,
-                       ...) {
+bool fz_dag_decline_at(fz_dag *d, const fz_value *about, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vdecline(d, fz_value_loc(about), fmt, ap);

@@ -15,9 +15,9 @@
 /* The ops sit at different columns so that a wrong op's location, or a
  * location that is not the op's, shows. */
 static const char sample[] =
-    "fusion @t(%x: f32[N, 4]) {\n"  /* line 1 */
-    "  %a = neg %x : f32[N, 4]\n"   /* line 2, col 3 */
-    "    %b = exp %a : f32[N, 4]\n" /* line 3, col 5 */
+    "fusion @t(%x: f32[N, 4]) {\n"    /* line 1 */
+    "  %a = neg %x : f32[N, 4]\n"     /* line 2, col 3 */
+    "    %b = exp %a : f32[N, 4]\n"   /* line 3, col 5 */
     " %s = sum %b dims(1) : f32[N]\n" /* line 4, col 2 */
     "  return %s, %b\n"
     "}\n";
@@ -74,8 +74,7 @@ START_TEST(verify_points_at_the_op) {
   op_named(f, "b")->result->type.dtype = FZ_F16;
   ck_assert_int_eq(fz_verify(f, &err), FZ_ERR_INVALID);
   ck_located(&err, 3, 5);
-  ck_assert_msg(strncmp(err.message, "%b: exp: result type f16[N, 4]", 30) ==
-                    0,
+  ck_assert_msg(strncmp(err.message, "%b: exp: result type f16[N, 4]", 30) == 0,
                 "%s", err.message);
 
   /* an operand used before its definition: the using op's location */
@@ -164,10 +163,13 @@ START_TEST(interpreter_errors_point_at_the_op) {
                             "  return %m\n"
                             "}\n");
   float x[1], m[4];
-  fz_host_tensor in = {.dtype = FZ_F32, .rank = 2, .sizes = {0, 4},
-                       .strides = {4, 1}, .data = x};
-  fz_host_tensor out = {.dtype = FZ_F32, .rank = 1, .sizes = {4},
-                        .strides = {1}, .data = m};
+  fz_host_tensor in = {.dtype = FZ_F32,
+                       .rank = 2,
+                       .sizes = {0, 4},
+                       .strides = {4, 1},
+                       .data = x};
+  fz_host_tensor out = {
+      .dtype = FZ_F32, .rank = 1, .sizes = {4}, .strides = {1}, .data = m};
   fz_error err = {0};
   ck_assert_int_eq(fz_interpret(f, &in, 1, &out, 1, &err), FZ_ERR_INVALID);
   ck_located(&err, 3, 7);
@@ -190,13 +192,19 @@ START_TEST(scheduler_errors_point_at_the_op) {
                             "}\n");
   fz_error err = {0};
   ck_assert_int_eq(fz_run_pass(f, "alloc-order", &err), FZ_OK);
-  fz_tensor_desc in = {.dtype = FZ_F32, .rank = 2, .sizes = {6, 4},
-                       .strides = {1, 6}, .align = 16};
-  fz_tensor_desc out = {.dtype = FZ_F32, .rank = 1, .sizes = {4},
-                        .strides = {1}, .align = 16};
+  fz_tensor_desc in = {.dtype = FZ_F32,
+                       .rank = 2,
+                       .sizes = {6, 4},
+                       .strides = {1, 6},
+                       .align = 16};
+  fz_tensor_desc out = {
+      .dtype = FZ_F32, .rank = 1, .sizes = {4}, .strides = {1}, .align = 16};
   int64_t none[1] = {0};
-  fz_problem pb = {.fusion = f, .inputs = &in, .outputs = &out,
-                   .symbols = none, .device = fz_device_info_default(90)};
+  fz_problem pb = {.fusion = f,
+                   .inputs = &in,
+                   .outputs = &out,
+                   .symbols = none,
+                   .device = fz_device_info_default(90)};
   fz_arena *arena = fz_arena_create();
   fz_plan *plan = NULL;
   ck_assert_int_eq(fz_schedule(&pb, arena, &plan, &err), FZ_ERR_UNSUPPORTED);

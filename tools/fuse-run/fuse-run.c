@@ -542,9 +542,9 @@ static int run_split(options *o) {
     fz_fusion *f = NULL;
     int64_t symbols[64];
     bool parsed = fz_parse_at(o->file, line, chunk, n, &f, &err) == FZ_OK;
-    bool ok = parsed && fz_verify(f, &err) == FZ_OK &&
-              (!o->canonicalize ||
-               fz_run_pass(f, "canonicalize", &err) == FZ_OK);
+    bool ok =
+        parsed && fz_verify(f, &err) == FZ_OK &&
+        (!o->canonicalize || fz_run_pass(f, "canonicalize", &err) == FZ_OK);
     if (!ok) {
       char msg[sizeof err.message + 256];
       run_error_text(o->file, &err, msg, sizeof msg);

@@ -125,8 +125,8 @@ void run_error_text(const char *file, const fz_error *err, char *buf,
   do {                                                                         \
     if ((expr) != FZ_OK) {                                                     \
       char text_[sizeof err.message + 256];                                    \
-      run_error_text(c->file, &err, text_, sizeof text_);                     \
-      say(c, stderr, "%s\n", text_);                                          \
+      run_error_text(c->file, &err, text_, sizeof text_);                      \
+      say(c, stderr, "%s\n", text_);                                           \
       rc = RUN_FAILED;                                                         \
       goto done;                                                               \
     }                                                                          \
