@@ -71,22 +71,34 @@ typedef enum fz_status {
 } fz_status;
 
 /* Where an error is reported. Callers own it (usually on the stack) and may
- * reuse it across calls: a failing call overwrites both fields. Test the
+ * reuse it across calls: a failing call overwrites every field. Test the
  * returned status, not err->status: a successful call need not clear it.
- * The message is NUL-terminated and truncated to fit. */
+ * The message is NUL-terminated and truncated to fit.
+ *
+ * line and col locate the error in the text the fusion was parsed from
+ * (1-based, as fz_parse numbers lines), or are both 0 when there is no such
+ * place. A parse error has the offending token's; an error about one op
+ * (the verifier's, a pass's, a scheduler's or lowering's about that op,
+ * the reference interpreter's) has the op's, which it records when parsed
+ * (ops built through the API have none). Errors about the fusion as a
+ * whole, an argument or the device have none. The message does not repeat
+ * the place (except a parse error's, which starts with file:line:col):
+ * tools print "file:line:col: error: message" from these fields. */
 typedef struct fz_error {
   fz_status status;
   char message[1024];
+  int line, col;
 } fz_error;
 
 /* The enumerator's name ("FZ_ERR_PARSE"); "FZ_ERR_UNKNOWN" for a value not
  * in the list. A static string: never free it. Thread-safe. */
 const char *fz_status_name(fz_status status);
 
-/* Fills err (if non-NULL) with status and the printf-style message, and
- * returns status, so that `return fz_error_set(err, ...)` reports and
- * returns at once. For embedders that report through the same type.
- * Thread-safe (touches only *err). */
+/* Fills err (if non-NULL) with status and the printf-style message, with
+ * no location (line and col 0), and returns status, so that
+ * `return fz_error_set(err, ...)` reports and returns at once. For
+ * embedders that report through the same type. Thread-safe (touches only
+ * *err). */
 fz_status fz_error_set(fz_error *err, fz_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -157,7 +169,8 @@ fz_status fz_parse_at(const char *filename, int first_line, const char *text,
 char *fz_print(const fz_fusion *fusion);
 
 /* Checks every invariant of the IR. FZ_OK, or FZ_ERR_INVALID with a
- * message naming the offending value. Only reads the fusion. A fusion
+ * message naming the offending value (and, when an op is at fault, the
+ * op's location in err->line and col). Only reads the fusion. A fusion
  * built through the builder is valid by construction; verification is for
  * fusions edited by hand or by passes, and fz_executor_create runs it. */
 fz_status fz_verify(const fz_fusion *fusion, fz_error *err);
@@ -204,12 +217,15 @@ fz_status fz_output_sizes(const fz_fusion *fusion, int output,
 
 /* The reference interpreter: runs the fusion on the host, computing in
  * f64 (int64 for integers) and rounding each value to its dtype exactly as
- * the GPU stores it. outputs[i] must describe caller-allocated memory of
- * the output's dtype, rank and sizes (any non-overlapping strides); fz
- * writes every element and keeps no pointer. Its own temporaries are
+ * the GPU stores it; sums and products of f32, f16 and bf16 overflow to
+ * inf where an f32 accumulator would (docs/format.md, Semantics).
+ * outputs[i] must describe caller-allocated memory of the output's dtype,
+ * rank and sizes (any non-overlapping strides); fz writes every element
+ * and keeps no pointer. Its own temporaries are
  * malloc'd and freed before it returns. FZ_ERR_ARGUMENT for inputs or
  * outputs that do not fit the fusion, FZ_ERR_INVALID for an op the
- * values make undefined (amax over an empty axis), FZ_ERR_OUT_OF_MEMORY.
+ * values make undefined (amax over an empty axis; at the op's location),
+ * FZ_ERR_OUT_OF_MEMORY.
  * Outputs may be partly written on failure. Only reads the fusion, so
  * several threads may interpret one fusion at once. */
 fz_status fz_interpret(const fz_fusion *fusion, const fz_host_tensor *inputs,

@@ -189,6 +189,25 @@ typedef struct fz_loc {
   int line, col; /* 1-based; 0 when built through the API */
 } fz_loc;
 
+/* Errors about one op (util.c): fz_error_set, with err->line and col set
+ * from loc, the op's location (zero: none known, as for ops built through
+ * the API). */
+fz_status fz_error_at(fz_error *err, fz_loc loc, fz_status status,
+                      const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Points an error already reported at loc, unless it has a location of its
+ * own (which is more precise: the op inside a pass, a node of a kernel).
+ * For callers that learn which op failed only when a callee returns. */
+void fz_error_locate(fz_error *err, fz_loc loc);
+/* The location an error carries (zero when none). */
+fz_loc fz_error_loc(const fz_error *err);
+/* The location of the op that defines v: zero for inputs, literals and
+ * ops without one. For errors that name a value. */
+fz_loc fz_value_loc(const fz_value *v);
+
 struct fz_op {
   fz_opcode code;
   int num_operands;

@@ -36,9 +36,9 @@ fz_status fz_interp_invalid(fz_interp *in, const fz_op *op, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return fz_error_set(in->err, FZ_ERR_INVALID, "%s = %s: %s",
-                      fz_interp_label(op->result, l, sizeof l),
-                      fz_op_table[op->code].name, msg);
+  return fz_error_at(in->err, op->loc, FZ_ERR_INVALID, "%s = %s: %s",
+                     fz_interp_label(op->result, l, sizeof l),
+                     fz_op_table[op->code].name, msg);
 }
 
 /* ---- buffers ------------------------------------------------------------- */
@@ -207,8 +207,10 @@ static fz_status run(fz_interp *in, const fz_host_tensor *inputs,
     if (!run_op[i])
       continue;
     fz_iview *res = &in->views[op->result->id];
-    if ((st = fz_interp_eval_op(in, op, res)))
+    if ((st = fz_interp_eval_op(in, op, res))) {
+      fz_error_locate(in->err, op->loc); /* e.g. no memory for its result */
       break;
+    }
     write_outputs_of(in, op->result, outputs);
     for (int k = 0; k < op->num_operands; k++) {
       const fz_value *v = op->operands[k];

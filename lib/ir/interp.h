@@ -137,7 +137,8 @@ typedef struct fz_interp {
   fz_error *err;
 } fz_interp;
 
-/* Fails with FZ_ERR_INVALID naming the op's result: "%r = add: ...". */
+/* Fails with FZ_ERR_INVALID naming the op's result, "%r = add: ...", at
+ * the op's location. */
 fz_status fz_interp_invalid(fz_interp *in, const fz_op *op, const char *fmt,
                             ...)
 #if defined(__GNUC__)

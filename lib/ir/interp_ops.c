@@ -11,8 +11,20 @@
  * dtype. So f32[N] == 0.1 compares with 0.1 rounded to f32, and
  * i32[N] + 2.5 converts the integers to f32 first, both as PyTorch does.
  * Reductions accumulate in double (int64 for integer results) and round
- * once. not, and, or, where's condition and casts to bool look only at
- * whether a value is nonzero (NaN is nonzero).
+ * once, so that the oracle carries no rounding error of its own to compare
+ * kernels with. Only the range is f32's for f32, f16 and bf16 results:
+ * their kernels (and PyTorch's) accumulate sum and prod in f32, where a
+ * partial result that leaves f32's range is inf from then on (NaN if an
+ * inf of the other sign follows), so the interpreter turns its partial
+ * result to inf as soon as it leaves f32's range. Partial results follow
+ * the order of accumulation, memory order here and a tree on the GPU:
+ * only partial results near FLT_MAX can tell the two orders apart.
+ * Underflow is not mirrored: a partial product below f32's smallest
+ * subnormal stays a tiny double where the kernel's becomes 0 (a result
+ * within the absolute tolerance of 0 unless larger factors follow). f64
+ * results accumulate in f64 alone.
+ * not, and, or, where's condition and casts to bool look only at whether
+ * a value is nonzero (NaN is nonzero).
  */
 #include "interp.h"
 
@@ -191,7 +203,14 @@ static fz_scalar identity(fz_opcode code, bool fl) {
   }
 }
 
-static void accumulate_f(fz_opcode code, double *acc, double x) {
+/* The smallest magnitude that rounds to inf in f32: halfway from FLT_MAX
+ * to 2^128, a tie that rounds to the even neighbour, 2^128. */
+#define F32_OVERFLOW 0x1.ffffffp127
+
+/* f32_range: the kernels accumulate in f32, so a partial sum or product
+ * out of its range becomes inf, as it does there. */
+static void accumulate_f(fz_opcode code, bool f32_range, double *acc,
+                         double x) {
   switch (code) {
   case FZ_OP_SUM:
     *acc += x;
@@ -201,10 +220,13 @@ static void accumulate_f(fz_opcode code, double *acc, double x) {
     break;
   default: /* amax, amin: NaN wins */
     if (isnan(*acc))
-      break;
+      return;
     if (isnan(x) || (code == FZ_OP_AMAX ? x > *acc : x < *acc))
       *acc = x;
+    return;
   }
+  if (f32_range && fabs(*acc) >= F32_OVERFLOW)
+    *acc = copysign(INFINITY, *acc);
 }
 
 static void accumulate_i(fz_opcode code, int64_t *acc, int64_t x) {
@@ -268,6 +290,7 @@ static fz_status eval_reduction(fz_interp *in, const fz_op *op, fz_iview *res) {
                              fz_op_table[op->code].name);
 
   bool fl = is_float(res->dtype);
+  bool f32_range = fl && res->dtype != FZ_F64;
   fz_dtype acc_dtype = fl ? FZ_F64 : FZ_I64;
   fz_scalar *acc = res->buf->data, init = identity(op->code, fl);
   for (int64_t e = 0; e < n; e++)
@@ -285,7 +308,7 @@ static fz_status eval_reduction(fz_interp *in, const fz_op *op, fz_iview *res) {
     for (int64_t i = 0; i < c.len; i++) {
       fz_scalar *a = &acc[c.off[1] + i * c.step[1]];
       if (fl)
-        accumulate_f(op->code, &a->f, x[i].f);
+        accumulate_f(op->code, f32_range, &a->f, x[i].f);
       else
         accumulate_i(op->code, &a->i, x[i].i);
     }

@@ -386,6 +386,7 @@ fz_status fz_diag(fz_error *err, fz_status status, const fz_source *src,
     caret[n++] = s[i] == '\t' ? '\t' : ' ';
   caret[n++] = '^';
   caret[n] = '\0';
-  return fz_error_set(err, status, "%s:%d:%d: error: %s\n%s\n%s", src->filename,
-                      at->line, at->col, msg, line, caret);
+  return fz_error_at(err, (fz_loc){at->line, at->col}, status,
+                     "%s:%d:%d: error: %s\n%s\n%s", src->filename, at->line,
+                     at->col, msg, line, caret);
 }

@@ -50,7 +50,8 @@ fz_status fz_tokenize(const fz_source *src, fz_token **out, int *count,
                       fz_error *err);
 
 /* Fills err with "file:line:col: error: message", the source line and a
- * caret under the token; returns status. */
+ * caret under the token, and err->line and col with the token's; returns
+ * status. */
 fz_status fz_diag(fz_error *err, fz_status status, const fz_source *src,
                   const fz_token *at, const char *fmt, ...)
 #if defined(__GNUC__)

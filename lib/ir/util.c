@@ -19,15 +19,49 @@ const char *fz_status_name(fz_status status) {
   return "FZ_ERR_UNKNOWN";
 }
 
+static void error_vset(fz_error *err, fz_loc loc, fz_status status,
+                       const char *fmt, va_list ap) {
+  err->status = status;
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  err->line = loc.line;
+  err->col = loc.col;
+}
+
 fz_status fz_error_set(fz_error *err, fz_status status, const char *fmt, ...) {
   if (err) {
-    err->status = status;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    error_vset(err, (fz_loc){0, 0}, status, fmt, ap);
     va_end(ap);
   }
   return status;
+}
+
+fz_status fz_error_at(fz_error *err, fz_loc loc, fz_status status,
+                      const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    error_vset(err, loc, status, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+void fz_error_locate(fz_error *err, fz_loc loc) {
+  if (err && err->line == 0) {
+    err->line = loc.line;
+    err->col = loc.col;
+  }
+}
+
+fz_loc fz_error_loc(const fz_error *err) {
+  return err ? (fz_loc){err->line, err->col} : (fz_loc){0, 0};
+}
+
+fz_loc fz_value_loc(const fz_value *v) {
+  return v && v->kind == FZ_VALUE_RESULT && v->def ? v->def->loc
+                                                   : (fz_loc){0, 0};
 }
 
 _Noreturn void fz_die(const char *file, int line, const char *fmt, ...) {

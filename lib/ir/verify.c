@@ -10,7 +10,8 @@
  * with the builder) and compared with the stored one.
  *
  * Messages start with the offending value (%name, or %<id> when unnamed)
- * and the op keyword: "%m: add: operand 1 axis 0 has extent 128 but ...".
+ * and the op keyword: "%m: add: operand 1 axis 0 has extent 128 but ...";
+ * an error about an op carries the op's location (err->line, col).
  */
 #include "fz/ir.h"
 
@@ -269,7 +270,8 @@ fz_status fz_verify(const fz_fusion *f, fz_error *err) {
                         "out of memory verifying @%s", f->name);
   fz_status st = verify_inputs(&vf);
   for (int i = 0; i < f->num_ops && !st; i++)
-    st = verify_op(&vf, i, f->ops[i]);
+    if ((st = verify_op(&vf, i, f->ops[i])) && f->ops[i])
+      fz_error_locate(err, f->ops[i]->loc);
   if (!st)
     st = verify_outputs(&vf);
   if (!st)

@@ -45,9 +45,9 @@ bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs) {
       continue;
     int lanes = p->kind == FZ_PLAN_OUTER_REDUCTION ? p->vector : 1;
     if ((rs->count + 1) * lanes > FZ_LOWER_MAX_COLUMNS) {
-      fz_emit_fail(e, FZ_ERR_UNSUPPORTED,
-                   "more than %d reductions of %d lanes in a kernel",
-                   FZ_LOWER_MAX_COLUMNS / lanes, lanes);
+      fz_emit_fail_at(e, i, FZ_ERR_UNSUPPORTED,
+                      "more than %d reductions of %d lanes in a kernel",
+                      FZ_LOWER_MAX_COLUMNS / lanes, lanes);
       return false;
     }
     rs->node[rs->count] = i;

@@ -25,7 +25,9 @@
  * bool is i1 (i8 0/1 in memory).
  *
  * Errors: the first failure is recorded in the emitter (fz_emit_fail) and
- * the function returns NULL; callers stop at the first NULL.
+ * the function returns NULL; callers stop at the first NULL. A failure
+ * while a node is emitted (e->node), or one about a given node
+ * (fz_emit_fail_at), carries the location of the op the node computes.
  */
 #ifndef FZ_LOWER_EMIT_H
 #define FZ_LOWER_EMIT_H
@@ -42,7 +44,8 @@ typedef struct fz_emit {
   LLVMValueRef fn;
   fz_error *err;
   bool failed;
-  fz_status status; /* of the first failure */
+  fz_status status;         /* of the first failure */
+  const fz_plan_node *node; /* the node being emitted, if any */
   bool uses_libdevice;
   LLVMTypeRef t_void, t_i1, t_i8, t_i32, t_i64, t_half, t_bf16, t_f32, t_f64,
       t_ptr,         /* ptr addrspace(1) */
@@ -50,10 +53,17 @@ typedef struct fz_emit {
   LLVMTypeRef t_idx; /* i32 when plan->index32, else i64 */
 } fz_emit;
 
-/* Records the first error (later ones are dropped) and returns NULL. */
+/* Records the first error (later ones are dropped) and returns NULL.
+ * _at: an error about node `node` of the plan rather than e->node. */
 LLVMValueRef fz_emit_fail(fz_emit *e, fz_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+LLVMValueRef fz_emit_fail_at(fz_emit *e, int node, fz_status status,
+                             const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 

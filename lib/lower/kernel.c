@@ -31,17 +31,32 @@ static const char *NVPTX_TRIPLE = "nvptx64-nvidia-cuda";
 static const char *NVPTX_DATALAYOUT =
     "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
 
+static void emit_vfail(fz_emit *e, const fz_plan_node *at, fz_status status,
+                       const char *fmt, va_list ap) {
+  if (e->failed)
+    return;
+  e->failed = true;
+  char msg[sizeof e->err->message];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  e->status = status;
+  fz_error_at(e->err, at ? fz_value_loc(at->value) : (fz_loc){0, 0}, status,
+              "lower: %s", msg);
+}
+
 LLVMValueRef fz_emit_fail(fz_emit *e, fz_status status, const char *fmt, ...) {
-  if (!e->failed) {
-    e->failed = true;
-    char msg[sizeof e->err->message];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    e->status = status;
-    fz_error_set(e->err, status, "lower: %s", msg);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  emit_vfail(e, e->node, status, fmt, ap);
+  va_end(ap);
+  return NULL;
+}
+
+LLVMValueRef fz_emit_fail_at(fz_emit *e, int node, fz_status status,
+                             const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit_vfail(e, &e->plan->nodes[node], status, fmt, ap);
+  va_end(ap);
   return NULL;
 }
 
@@ -235,8 +250,10 @@ static fz_status check_plan(const fz_plan *p, fz_error *err) {
         (st = check_access(p, i, err)))
       return st;
   for (int i = 0; i < p->num_nodes; i++)
-    if ((st = check_node(p, i, err)))
+    if ((st = check_node(p, i, err))) {
+      fz_error_locate(err, fz_value_loc(p->nodes[i].value));
       return st;
+    }
   if (transpose)
     return fz_check_transpose(p, err);
   return is_persistent(p) ? fz_check_persistent(p, err) : FZ_OK;
@@ -504,8 +521,8 @@ static bool uniform_operands(const fz_plan *p, LLVMValueRef *table,
   return true;
 }
 
-bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
-                          const LLVMValueRef *c, int lanes) {
+static bool value_node(fz_kernel *k, int i, LLVMValueRef *table,
+                       const LLVMValueRef *c, int lanes) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
   const fz_plan_node *n = &p->nodes[i];
@@ -563,8 +580,17 @@ bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
   return true;
 }
 
-bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
-                          LLVMValueRef off, int lanes) {
+bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
+                          const LLVMValueRef *c, int lanes) {
+  const fz_plan_node *outer = k->e.node;
+  k->e.node = &k->e.plan->nodes[i];
+  bool ok = value_node(k, i, table, c, lanes);
+  k->e.node = outer;
+  return ok;
+}
+
+static bool store_node(fz_kernel *k, int i, LLVMValueRef *table,
+                       LLVMValueRef off, int lanes) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
   const fz_plan_node *n = &p->nodes[i];
@@ -578,6 +604,15 @@ bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
   return fz_emit_store(e, a, k->acc[n->access].ptr, off,
                        fz_kernel_inner_stride(k, n->access), lanes, vals) &&
          !e->failed;
+}
+
+bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
+                          LLVMValueRef off, int lanes) {
+  const fz_plan_node *outer = k->e.node;
+  k->e.node = &k->e.plan->nodes[i];
+  bool ok = store_node(k, i, table, off, lanes);
+  k->e.node = outer;
+  return ok;
 }
 
 /* ---- entry point --------------------------------------------------------- */

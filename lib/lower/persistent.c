@@ -262,8 +262,9 @@ static bool classify(pers *s) {
                             : PS_FULL;
     if (n->post && n->kind != FZ_NODE_REDUCE && (v & VARY_R)) {
       free(vary);
-      fz_emit_fail(e, FZ_ERR_INTERNAL,
-                   "row node n%d depends on values that vary along the row", i);
+      fz_emit_fail_at(e, i, FZ_ERR_INTERNAL,
+                      "row node n%d depends on values that vary along the row",
+                      i);
       return false;
     }
     s->space[i] = (unsigned char)sp;
@@ -294,12 +295,12 @@ static bool eval_row(pers *s, int i) {
   if (*row_done(s, i))
     return true;
   if (s->space[i] != PS_CONST && s->space[i] != PS_ROW)
-    return fz_emit_fail(&k->e, FZ_ERR_INTERNAL,
-                        "n%d is not constant along the row", i),
+    return fz_emit_fail_at(&k->e, i, FZ_ERR_INTERNAL,
+                           "n%d is not constant along the row", i),
            false;
   if (n->kind == FZ_NODE_REDUCE)
-    return fz_emit_fail(&k->e, FZ_ERR_INTERNAL,
-                        "row reduce n%d used before its round", i),
+    return fz_emit_fail_at(&k->e, i, FZ_ERR_INTERNAL,
+                           "row reduce n%d used before its round", i),
            false;
   for (int j = 0; j < n->num_operands; j++)
     if (!eval_row(s, n->operands[j]))
@@ -344,8 +345,8 @@ static bool eval_full(pers *s, int i, int k) {
     break;
   }
   case PS_COLUMN:
-    return fz_emit_fail(&s->k->e, FZ_ERR_INTERNAL,
-                        "column node n%d read in a row", i),
+    return fz_emit_fail_at(&s->k->e, i, FZ_ERR_INTERNAL,
+                           "column node n%d read in a row", i),
            false;
   }
   *group_done(s, k, i) = true;
@@ -387,9 +388,9 @@ static bool setup(pers *s, fz_kernel *k) {
   for (int i = 0; i < p->num_nodes; i++)
     if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column) {
       if (s->ncol == PERS_MAX_COLUMN_REDUCES) {
-        fz_emit_fail(e, FZ_ERR_UNSUPPORTED,
-                     "more than %d column reductions in a kernel",
-                     PERS_MAX_COLUMN_REDUCES);
+        fz_emit_fail_at(e, i, FZ_ERR_UNSUPPORTED,
+                        "more than %d column reductions in a kernel",
+                        PERS_MAX_COLUMN_REDUCES);
         return false;
       }
       s->colnode[s->ncol++] = i;

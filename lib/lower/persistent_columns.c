@@ -350,9 +350,10 @@ static bool eval_col(pers *s, colpass *c, int i) {
     if (!ok)
       return false;
   } else {
-    return fz_emit_fail(&k->e, FZ_ERR_UNSUPPORTED,
-                        "column node reads n%d, which varies along the rows",
-                        i),
+    return fz_emit_fail_at(&k->e, i, FZ_ERR_UNSUPPORTED,
+                           "column node reads n%d, which varies along the "
+                           "rows",
+                           i),
            false;
   }
   c->done[i] = true;

@@ -307,7 +307,8 @@ static fz_status check_op(const fz_op *op, fz_error *err) {
   const fz_value *r = op->result;
   if (!r || (int)op->code < 0 || op->code >= FZ_NUM_OPCODES ||
       r->type.rank < 0 || r->type.rank > FZ_MAX_RANK)
-    return fz_error_set(err, FZ_ERR_INVALID, "alloc-order: malformed op");
+    return fz_error_at(err, op->loc, FZ_ERR_INVALID,
+                       "alloc-order: malformed op");
   const fz_op_info *info = &fz_op_table[op->code];
   if (info->kind == FZ_KIND_FULL || info->kind == FZ_KIND_IOTA ||
       info->kind == FZ_KIND_UNARY || info->kind == FZ_KIND_CAST ||
@@ -316,8 +317,8 @@ static fz_status check_op(const fz_op *op, fz_error *err) {
     return FZ_OK; /* operands of another rank are skipped */
   const fz_value *x = op->num_operands > 0 ? op->operands[0] : NULL;
   if (!x || x->type.rank < 0 || x->type.rank > FZ_MAX_RANK)
-    return fz_error_set(err, FZ_ERR_INVALID, "alloc-order: %s has no operand",
-                        info->name);
+    return fz_error_at(err, op->loc, FZ_ERR_INVALID,
+                       "alloc-order: %s has no operand", info->name);
   int want = x->type.rank;
   if (info->kind == FZ_KIND_BROADCAST)
     want += op->num_dims;
@@ -341,10 +342,10 @@ static fz_status check_op(const fz_op *op, fz_error *err) {
   }
   if ((info->kind != FZ_KIND_RESHAPE && want != r->type.rank) || !dims_ok ||
       !perm_ok)
-    return fz_error_set(err, FZ_ERR_INVALID,
-                        "alloc-order: %s does not fit its operand (verify "
-                        "the fusion first)",
-                        info->name);
+    return fz_error_at(err, op->loc, FZ_ERR_INVALID,
+                       "alloc-order: %s does not fit its operand (verify "
+                       "the fusion first)",
+                       info->name);
   return FZ_OK;
 }
 

@@ -13,13 +13,26 @@ const char *fz_value_label(const fz_value *v, char *buf, size_t n) {
   return buf;
 }
 
-bool fz_dag_decline(fz_dag *d, const char *fmt, ...) {
+static void vdecline(fz_dag *d, fz_loc loc, const char *fmt, va_list ap) {
   if (d->why) {
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(d->why->text, sizeof d->why->text, fmt, ap);
-    va_end(ap);
+    d->why->loc = loc;
   }
+}
+
+bool fz_dag_decline(fz_dag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vdecline(d, (fz_loc){0, 0}, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+bool fz_dag_decline_at(fz_dag *d, const fz_value *about, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vdecline(d, fz_value_loc(about), fmt, ap);
+  va_end(ap);
   return false;
 }
 
@@ -133,8 +146,9 @@ static bool fz_dag_find_maps_more(fz_dag *d, const fz_value *seed) {
   char label[64];
   for (int i = 0; i < f->num_outputs; i++)
     if (!d->has_map[f->outputs[i]->id])
-      return fz_dag_decline(
-          d, "output %s is not in the reference's iteration space",
+      return fz_dag_decline_at(
+          d, f->outputs[i],
+          "output %s is not in the reference's iteration space",
           fz_value_label(f->outputs[i], label, sizeof label));
   return true;
 }
@@ -244,15 +258,16 @@ static int reduce_node(fz_dag *d, const fz_op *op, const fz_index_map *m,
   const fz_value *in = op->operands[0];
   fz_value_label(v, label, sizeof label);
   if (!d->persistent && space != FZ_SPACE_ROW)
-    return fz_dag_decline(d,
-                          "%s is used at every point of the reduced space "
-                          "(a normalization: needs the persistent scheduler)",
-                          label),
+    return fz_dag_decline_at(d, v,
+                             "%s is used at every point of the reduced space "
+                             "(a normalization: needs the persistent "
+                             "scheduler)",
+                             label),
            -1;
   if (!d->has_map[in->id] || !d->has_map[v->id] ||
       !fz_index_map_equal(&d->maps[v->id], m))
-    return fz_dag_decline(d, "%s is read at points it does not compute",
-                          label),
+    return fz_dag_decline_at(d, v, "%s is read at points it does not compute",
+                             label),
            -1;
   fz_space result_space = FZ_SPACE_ROW;
   if (d->persistent) {
@@ -269,10 +284,10 @@ static int reduce_node(fz_dag *d, const fz_op *op, const fz_index_map *m,
     else if (reduced == (nontrivial & ~d->rcols))
       result_space = FZ_SPACE_COLUMN;
     else
-      return fz_dag_decline(d,
-                            "reduction %s reduces neither the rows' axes nor "
-                            "exactly the other ones",
-                            label),
+      return fz_dag_decline_at(d, v,
+                               "reduction %s reduces neither the rows' axes "
+                               "nor exactly the other ones",
+                               label),
              -1;
   }
   int src = node_at(d, in, &d->maps[in->id], FZ_SPACE_FULL, depth + 1);
@@ -315,7 +330,7 @@ static int op_node(fz_dag *d, const fz_op *op, const fz_index_map *m,
       return node_at(d, o, &d->maps[o->id], space, depth + 1);
     if (!fz_index_map_to_operand(op, 0, m, d->problem->symbols, &om, why,
                                  sizeof why))
-      return fz_dag_decline(d, "%s", why), -1;
+      return fz_dag_decline_at(d, v, "%s", why), -1;
     return node_at(d, o, &om, space, depth + 1);
   }
   case FZ_KIND_UNARY:
@@ -331,7 +346,7 @@ static int op_node(fz_dag *d, const fz_op *op, const fz_index_map *m,
       fz_index_map om;
       if (!fz_index_map_to_operand(op, k, m, d->problem->symbols, &om, why,
                                    sizeof why))
-        return fz_dag_decline(d, "%s", why), -1;
+        return fz_dag_decline_at(d, v, "%s", why), -1;
       n.operands[k] = node_at(d, op->operands[k], &om, space, depth + 1);
       if (n.operands[k] < 0)
         return -1;
@@ -542,9 +557,9 @@ static bool build_over_candidates(fz_dag *d, const fz_problem *pb,
   }
   const fz_value *cands[32];
   int n = fz_dag_reference_candidates(pb, first, cands, 32);
-  fz_reason first_why = {{0}};
+  fz_reason first_why = {0};
   for (int i = 0; i < n; i++) {
-    fz_reason w = {{0}};
+    fz_reason w = {0};
     if (build(d, pb, arena, &w, first, cands[i], out))
       return true;
     if (i == 0)
@@ -568,10 +583,10 @@ bool fz_dag_can_schedule(const fz_problem *pb, fz_reason *why,
 fz_status fz_dag_schedule(const fz_problem *pb, fz_arena *arena,
                           fz_plan **out, fz_error *err, fz_dag_build_fn build,
                           const char *scheduler) {
-  fz_reason why = {{0}};
+  fz_reason why = {0};
   fz_dag d;
   if (!build_over_candidates(&d, pb, arena, &why, build, out))
-    return fz_error_set(err, FZ_ERR_UNSUPPORTED, "%s scheduler declined: %s",
-                        scheduler, why.text);
+    return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
+                       "%s scheduler declined: %s", scheduler, why.text);
   return FZ_OK;
 }

@@ -89,10 +89,16 @@ void fz_dag_canonical(const fz_dag *d, const int64_t *order_strides,
                       const bool *reduced, fz_canon *c);
 /* Move accesses and nodes into `p` with strides in canonical axes. */
 void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p);
-/* Set the reason and return false. */
+/* Set the reason and return false. _at: a reason about value `about`,
+ * located at the op that defines it. */
 bool fz_dag_decline(fz_dag *d, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+bool fz_dag_decline_at(fz_dag *d, const fz_value *about, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
 const char *fz_value_label(const fz_value *v, char *buf, size_t n);

@@ -58,8 +58,8 @@ fz_status fz_run_pass(fz_fusion *fusion, const char *pass_name,
     return st;
   fz_error verr = {0};
   if (fz_verify(fusion, &verr) != FZ_OK)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "pass '%s' produced invalid IR: %s", pass->name,
-                        verr.message);
+    return fz_error_at(err, fz_error_loc(&verr), FZ_ERR_INTERNAL,
+                       "pass '%s' produced invalid IR: %s", pass->name,
+                       verr.message);
   return FZ_OK;
 }

@@ -318,8 +318,9 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     const fz_value *in = op->operands[0];
     fz_value_label(op->result, label, sizeof label);
     if (!d->has_map[in->id])
-      return fz_dag_decline(d, "reduction %s reads outside the reference space",
-                            label);
+      return fz_dag_decline_at(d, op->result,
+                               "reduction %s reads outside the reference space",
+                               label);
     unsigned reduced = 0;
     for (int a = 0; a < in->type.rank; a++)
       if (is_reduced_dim(op, a))
@@ -327,8 +328,8 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     reduced &= nontrivial;
     if (reduced & (1u << inner)) {
       if (rcols && rcols != reduced)
-        return fz_dag_decline(d, "row reductions reduce different axes (%s)",
-                              label);
+        return fz_dag_decline_at(
+            d, op->result, "row reductions reduce different axes (%s)", label);
       rcols = reduced;
     } else {
       mixed_columns |= columns && ccols != reduced;
@@ -378,8 +379,8 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                             : space == FZ_SPACE_ROW ? row_space
                                                     : col_space;
     if (!dense_in(d, pb, i, extent))
-      return fz_dag_decline(d, "output %s is not one-to-one with its space",
-                            label);
+      return fz_dag_decline_at(
+          d, o, "output %s is not one-to-one with its space", label);
     int src = fz_dag_node_in(d, o, &d->maps[o->id], space);
     if (src < 0)
       return false;

@@ -257,9 +257,12 @@ void fz_plan_print(const fz_plan *plan, fz_buf *out);
 
 /* ---- schedulers --------------------------------------------------------- */
 
-/* Why a scheduler declined, for --explain and error messages. */
+/* Why a scheduler declined, for --explain and error messages, and where:
+ * the location of the op the reason is about (zero: the fusion as a
+ * whole), which errors built from the reason carry. */
 typedef struct fz_reason {
   char text[256];
+  fz_loc loc;
 } fz_reason;
 
 /* pointwise.c: accepts fusions without reductions whose every output and

@@ -209,8 +209,9 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
       fz_index_map_strides(&d->maps[o->id], pb->outputs[i].strides, s);
       if (fz_desc_numel(&pb->outputs[i]) != numel_of(csizes[c], crank[c]) ||
           !fz_dense_cover(csizes[c], s, crank[c]))
-        ok = fz_dag_decline(d, "output %s is not one-to-one with the reference",
-                            fz_value_label(o, label, sizeof label));
+        ok = fz_dag_decline_at(d, o,
+                               "output %s is not one-to-one with the reference",
+                               fz_value_label(o, label, sizeof label));
       else if (o == cand[0] || (c >= outputs_first && i == 0))
         memcpy(order, s, sizeof order);
     }
@@ -253,10 +254,10 @@ bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why) {
 
 fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
                                 fz_plan **out, fz_error *err) {
-  fz_reason why = {{0}};
+  fz_reason why = {0};
   fz_dag d;
   if (!build(&d, problem, arena, &why, out))
-    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                        "pointwise scheduler declined: %s", why.text);
+    return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
+                       "pointwise scheduler declined: %s", why.text);
   return FZ_OK;
 }

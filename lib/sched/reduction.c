@@ -212,8 +212,9 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     const fz_value *in = op->operands[0];
     fz_value_label(op->result, label, sizeof label);
     if (!d->has_map[in->id])
-      return fz_dag_decline(d, "reduction %s reads outside the reference space",
-                            label);
+      return fz_dag_decline_at(d, op->result,
+                               "reduction %s reads outside the reference space",
+                               label);
     unsigned reduced = 0, kept = 0;
     for (int a = 0; a < in->type.rank; a++) {
       if (is_reduced_dim(op, a))
@@ -222,8 +223,9 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
         kept |= fz_map_row_columns(&d->maps[in->id], a);
     }
     if (reduced != rcols || (kept & rcols))
-      return fz_dag_decline(
-          d, "reduction %s reduces other axes than the first reduction", label);
+      return fz_dag_decline_at(
+          d, op->result,
+          "reduction %s reduces other axes than the first reduction", label);
   }
   if (rcols == 0)
     return fz_dag_decline(d, "the reduced axes all have size 1");
@@ -245,8 +247,9 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
       n *= space[r];
     if (fz_desc_numel(&pb->outputs[i]) != n ||
         !fz_dense_cover(space, s, d->ref_rank))
-      return fz_dag_decline(d, "output %s is not one-to-one with %s", label,
-                            post ? "the kept space" : "the reference");
+      return fz_dag_decline_at(d, o, "output %s is not one-to-one with %s",
+                               label,
+                               post ? "the kept space" : "the reference");
     int src = fz_dag_node(d, o, &d->maps[o->id], post);
     if (src < 0)
       return false;

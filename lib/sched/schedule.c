@@ -1,7 +1,10 @@
 /* schedule.c - choose a scheduler for a fusion and one problem. Each
  * scheduler is asked in turn; the first that accepts builds the plan, and
- * when none does, the error lists every reason. Segmentation (splitting a
- * fusion no scheduler takes whole) will sit on top of this.
+ * when none does, the error lists every reason and points at the op the
+ * first reason about one names. Reasons about the kind of fusion ("%s is
+ * a reduction" to the pointwise scheduler, "no reduction" to the others)
+ * point at no op: only an op a scheduler fails on is a place to look.
+ * Segmentation (segment.c) splits a fusion no scheduler takes whole.
  */
 #include "sched/plan.h"
 
@@ -27,23 +30,26 @@ fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_error *err) {
   char reasons[768] = "";
   size_t used = 0;
+  fz_loc at = {0, 0};
   for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
-    fz_reason why = {{0}};
+    fz_reason why = {0};
     if (schedulers[i].can_schedule(problem, &why))
       return schedulers[i].schedule(problem, arena, out, err);
     int n = snprintf(reasons + used, sizeof reasons - used, "%s%s: %s",
                      used ? "; " : "", schedulers[i].name, why.text);
     if (n > 0 && (size_t)n < sizeof reasons - used)
       used += (size_t)n;
+    if (at.line == 0)
+      at = why.loc;
   }
-  return fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                      "no scheduler accepts fusion @%s (%s)",
-                      problem->fusion->name, reasons);
+  return fz_error_at(err, at, FZ_ERR_UNSUPPORTED,
+                     "no scheduler accepts fusion @%s (%s)",
+                     problem->fusion->name, reasons);
 }
 
 void fz_schedule_explain(const fz_problem *problem, fz_buf *out) {
   for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
-    fz_reason why = {{0}};
+    fz_reason why = {0};
     bool ok = schedulers[i].can_schedule(problem, &why);
     fz_buf_printf(out, "  %-11s %s%s%s\n", schedulers[i].name,
                   ok ? "accepts" : "rejects", ok ? "" : ": ", why.text);
@@ -52,7 +58,7 @@ void fz_schedule_explain(const fz_problem *problem, fz_buf *out) {
 
 const char *fz_schedule_pick(const fz_problem *problem) {
   for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
-    fz_reason why = {{0}};
+    fz_reason why = {0};
     if (schedulers[i].can_schedule(problem, &why))
       return schedulers[i].name;
   }

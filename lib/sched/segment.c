@@ -928,11 +928,11 @@ static fz_status unsupported(ctx *c, int g, fz_error *err) {
   fz_buf b = {0};
   put_label(&b, op->result);
   char *label = fz_buf_take(&b);
-  st = fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                    "fusion @%s: no scheduler accepts %s (%s) even as a "
-                    "segment of its own (%s)",
-                    c->parent->name, label ? label : "?",
-                    fz_op_table[op->code].name, why ? why : "no reasons");
+  st = fz_error_at(err, op->loc, FZ_ERR_UNSUPPORTED,
+                   "fusion @%s: no scheduler accepts %s (%s) even as a "
+                   "segment of its own (%s)",
+                   c->parent->name, label ? label : "?",
+                   fz_op_table[op->code].name, why ? why : "no reasons");
   free(label);
   free(why);
   return st;

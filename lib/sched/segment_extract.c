@@ -10,7 +10,8 @@
  * Symbols are copied first, all of them and in order, so that an extent's
  * symbol index means the same in both fusions and the parent's bound
  * symbol values bind the copy unchanged. Names are kept, so printed
- * segments read like the parent.
+ * segments read like the parent, and so are ops' locations, so that an
+ * error about a segment's op points at the op in the parent's text.
  */
 #include "sched/segment_extract.h"
 
@@ -58,10 +59,10 @@ static fz_status build(const fz_extract *x, fz_fusion *f, fz_value **map,
       operands[k] = a->kind == FZ_VALUE_LITERAL ? copy_literal(f, a)
                                                 : map[a->id];
       if (!operands[k])
-        return fz_error_set(err, FZ_ERR_INTERNAL,
-                            "segment @%s: op %d (%s) reads a value that is "
-                            "neither copied nor an input",
-                            x->name, i, fz_op_table[op->code].name);
+        return fz_error_at(err, op->loc, FZ_ERR_INTERNAL,
+                           "segment @%s: op %d (%s) reads a value that is "
+                           "neither copied nor an input",
+                           x->name, i, fz_op_table[op->code].name);
     }
     fz_attrs attrs;
     attrs_of(op, &attrs);
@@ -69,15 +70,16 @@ static fz_status build(const fz_extract *x, fz_fusion *f, fz_value **map,
     fz_value *r = fz_build(f, op->code, op->num_operands, operands, &attrs,
                            &why);
     if (!r)
-      return fz_error_set(err, FZ_ERR_INTERNAL, "segment @%s: op %d: %s",
-                          x->name, i, why.message);
+      return fz_error_at(err, op->loc, FZ_ERR_INTERNAL,
+                         "segment @%s: op %d: %s", x->name, i, why.message);
     const fz_type *t = &op->result->type;
     if (t->has_layout && t->rank > 0 &&
         fz_value_set_layout(r, t->alloc_order, t->contiguous, &why) != FZ_OK)
-      return fz_error_set(err, FZ_ERR_INTERNAL, "segment @%s: op %d: %s",
-                          x->name, i, why.message);
+      return fz_error_at(err, op->loc, FZ_ERR_INTERNAL,
+                         "segment @%s: op %d: %s", x->name, i, why.message);
     r->name = op->result->name ? fz_arena_strdup(f->arena, op->result->name)
                                : NULL;
+    r->def->loc = op->loc;
     map[op->result->id] = r;
   }
   for (int i = 0; i < x->num_outputs; i++) {
@@ -97,8 +99,8 @@ static fz_status build(const fz_extract *x, fz_fusion *f, fz_value **map,
   }
   fz_error why = {0};
   if (fz_verify(f, &why) != FZ_OK)
-    return fz_error_set(err, FZ_ERR_INTERNAL, "segment @%s does not verify: %s",
-                        x->name, why.message);
+    return fz_error_at(err, fz_error_loc(&why), FZ_ERR_INTERNAL,
+                       "segment @%s does not verify: %s", x->name, why.message);
   return FZ_OK;
 }
 

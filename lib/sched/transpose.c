@@ -213,7 +213,10 @@ static bool build(const fz_problem *pb, fz_arena *arena, fz_plan **out,
   if (fz_pointwise_schedule(pb, arena, &p, &err) != FZ_OK) {
     /* "pointwise scheduler declined: <why>": keep the why */
     const char *colon = strstr(err.message, "declined: ");
-    return decline(why, "%s", colon ? colon + 10 : err.message);
+    decline(why, "%s", colon ? colon + 10 : err.message);
+    if (why)
+      why->loc = fz_error_loc(&err);
+    return false;
   }
   verdict v;
   if (!classify(pb, p, arena, &v, why))
@@ -238,9 +241,9 @@ bool fz_transpose_can_schedule(const fz_problem *problem, fz_reason *why) {
 
 fz_status fz_transpose_schedule(const fz_problem *problem, fz_arena *arena,
                                 fz_plan **out, fz_error *err) {
-  fz_reason why = {{0}};
+  fz_reason why = {0};
   if (!build(problem, arena, out, &why))
-    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                        "transpose scheduler declined: %s", why.text);
+    return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
+                       "transpose scheduler declined: %s", why.text);
   return FZ_OK;
 }

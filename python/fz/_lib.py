@@ -42,7 +42,8 @@ DTYPE_NAMES = {code: name for name, (code, _) in DTYPES.items()}
 
 
 class Error(ctypes.Structure):
-    _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 1024)]
+    _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 1024),
+                ("line", ctypes.c_int), ("col", ctypes.c_int)]
 
 
 class DeviceTensor(ctypes.Structure):

@@ -307,6 +307,33 @@ START_TEST(binary_float_ops) {
 }
 END_TEST
 
+/* mod's edge cases, where the textbook a - b*floor(a/b) and PyTorch's
+ * remainder (fmod, then moved to the divisor's sign) part ways, in each
+ * float dtype. */
+START_TEST(mod_follows_pytorch_remainder) {
+  static const char *const dts[] = {"f64", "f32", "f16", "bf16"};
+  for (int i = 0; i < 4; i++) {
+    const char *d = dts[i];
+    ck_assert_double_eq(fop("mod", d, d, 2, 1.0, INFINITY, 0), 1.0);
+    ck_assert_double_eq(fop("mod", d, d, 2, -1.0, INFINITY, 0), INFINITY);
+    ck_assert_double_eq(fop("mod", d, d, 2, 1.0, -INFINITY, 0), -INFINITY);
+    double z = fop("mod", d, d, 2, -0.0, 2.0, 0);
+    ck_assert_msg(z == 0.0 && signbit(z), "%s: mod(-0.0, 2) = %g", d, z);
+    z = fop("mod", d, d, 2, 4.0, -2.0, 0);
+    ck_assert_msg(z == 0.0 && !signbit(z), "%s: mod(4, -2) = %g", d, z);
+    ck_assert_double_eq(fop("mod", d, d, 2, -1.0, 3.0, 0), 2.0);
+    ck_assert_double_eq(fop("mod", d, d, 2, 1.0, -3.0, 0), -2.0);
+    ck_assert_double_nan(fop("mod", d, d, 2, 1.0, 0.0, 0));
+    ck_assert_double_nan(fop("mod", d, d, 2, -0.0, 0.0, 0));
+    ck_assert_double_nan(fop("mod", d, d, 2, INFINITY, 2.0, 0));
+    ck_assert_double_nan(fop("mod", d, d, 2, NAN, 2.0, 0));
+  }
+  ck_assert_int_eq(iop("mod", "i32", "i32", 2, -1, 3, 0), 2);
+  ck_assert_int_eq(iop("mod", "i32", "i32", 2, 1, -3, 0), -2);
+  ck_assert_int_eq(iop("mod", "i8", "i8", 2, -1, 0, 0), 0);
+}
+END_TEST
+
 START_TEST(comparisons) {
   ck_assert_double_eq(FB("eq", 1.0, 1.0), 1);
   ck_assert_double_eq(FB("eq", NAN, NAN), 0);
@@ -801,6 +828,52 @@ START_TEST(reductions_accumulate_wide_and_round_once) {
 }
 END_TEST
 
+/* Sums and products of f32, f16 and bf16 accumulate in f32 on the GPU (as
+ * in PyTorch): a partial result past FLT_MAX is inf for good. The
+ * interpreter keeps its f64 accuracy but not beyond f32's range; f64
+ * reductions have f64's. */
+START_TEST(f32_accumulators_overflow_as_on_the_gpu) {
+  const char *text = "fusion @t(%x: f32[3], %d: f64[3], %h: bf16[3]) {\n"
+                     "  %s = sum %x dims(0) : f32\n"
+                     "  %p = prod %x dims(0) : f32\n"
+                     "  %sd = sum %d dims(0) : f64\n"
+                     "  %sh = sum %h dims(0) : bf16\n"
+                     "  return %s, %p, %sd, %sh\n"
+                     "}\n";
+  float x[3] = {3e38f, 3e38f, -3e38f}, s, p;
+  double d[3] = {3e38, 3e38, -3e38}, sd;
+  uint16_t h[3] = {fz_bf16_from_double(3e38), fz_bf16_from_double(3e38),
+                   fz_bf16_from_double(-3e38)};
+  uint16_t sh;
+  fz_host_tensor in[3] = {ht(FZ_F32, x, 1, 3), ht(FZ_F64, d, 1, 3),
+                          ht(FZ_BF16, h, 1, 3)};
+  fz_host_tensor out[4] = {ht(FZ_F32, &s, 0), ht(FZ_F32, &p, 0),
+                           ht(FZ_F64, &sd, 0), ht(FZ_BF16, &sh, 0)};
+  run_ok(text, in, 3, out, 4);
+  ck_assert_float_eq(s, INFINITY);
+  ck_assert_float_eq(p, -INFINITY);
+  ck_assert_double_eq(sd, 3e38);
+  ck_assert_double_eq(fz_bf16_to_double(sh), INFINITY);
+
+  /* Back in range in time: no partial result leaves it. */
+  float y[3] = {3e38f, -3e38f, 3e38f};
+  in[0] = ht(FZ_F32, y, 1, 3);
+  run_ok(text, in, 3, out, 4);
+  ck_assert_float_eq(s, 3e38f);
+
+  /* An infinite partial result meets an opposite infinity: NaN; the
+   * largest finite values add up to inf, and FLT_MAX stays finite. */
+  float z[3] = {FLT_MAX, FLT_MAX, -INFINITY}, m[3] = {FLT_MAX, 0, 0};
+  in[0] = ht(FZ_F32, z, 1, 3);
+  run_ok(text, in, 3, out, 4);
+  ck_assert_float_nan(s);
+  in[0] = ht(FZ_F32, m, 1, 3);
+  run_ok(text, in, 3, out, 4);
+  ck_assert_float_eq(s, FLT_MAX);
+  ck_assert_float_eq(p, 0.0f);
+}
+END_TEST
+
 START_TEST(amax_over_empty_axis_is_an_error) {
   const char *text = "fusion @t(%x: f32[2, N]) {\n"
                      "  %a = amax %x dims(1) : f32[2]\n"
@@ -1223,6 +1296,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, unary_integer_ops);
   tcase_add_test(tc, predicates_and_logic);
   tcase_add_test(tc, binary_float_ops);
+  tcase_add_test(tc, mod_follows_pytorch_remainder);
   tcase_add_test(tc, comparisons);
   tcase_add_test(tc, binary_integer_ops);
   tcase_add_test(tc, ternary_ops);
@@ -1236,6 +1310,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, prod_amax_amin);
   tcase_add_test(tc, amax_amin_propagate_nan);
   tcase_add_test(tc, reductions_accumulate_wide_and_round_once);
+  tcase_add_test(tc, f32_accumulators_overflow_as_on_the_gpu);
   tcase_add_test(tc, amax_over_empty_axis_is_an_error);
   tcase_add_test(tc, permuted_and_zero_strides_read_the_same_values);
   tcase_add_test(tc, outputs_written_through_their_strides);

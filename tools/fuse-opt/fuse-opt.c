@@ -9,12 +9,17 @@
  * every pass under a banner a test can check in order, and
  * --split-input-file runs each `// -----` chunk of a file as its own input
  * (a failing chunk does not stop the others, but makes the exit code 1).
+ * A failure after parsing is reported as "FILE:LINE:COL: error: ..." at
+ * the op it is about (the verifier's, a pass's, a stage's), or as
+ * "FILE:LINE: error: ..." at the fusion's first line when it is about no
+ * one op.
  * Exit codes: 0 ok, 1 a fusion failed, 2 bad usage.
  */
 #include "fuse-opt.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,6 +225,28 @@ static void print_message(const char *msg) {
     fputc('\n', stderr);
 }
 
+/* "FILE:LINE:COL: error: " and what failed (printf-style), then the
+ * message: at the op err points at, else at the fusion's first line. */
+static void report(const char *filename, int first_line, const fz_error *err,
+                   const char *what, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static void report(const char *filename, int first_line, const fz_error *err,
+                   const char *what, ...) {
+  if (err->line > 0)
+    fprintf(stderr, "%s:%d:%d: error: ", filename, err->line, err->col);
+  else
+    fprintf(stderr, "%s:%d: error: ", filename, first_line);
+  va_list ap;
+  va_start(ap, what);
+  vfprintf(stderr, what, ap);
+  va_end(ap);
+  print_message(err->message);
+}
+
 /* One fusion from start to end. Returns 0 or 1. */
 static int process(const fo_options *o, const char *filename, int first_line,
                    const char *text, size_t length, FILE *out) {
@@ -231,17 +258,14 @@ static int process(const fo_options *o, const char *filename, int first_line,
   }
   int rc = 0;
   if (fz_verify(f, &err) != FZ_OK) {
-    fprintf(stderr, "%s:%d: error: invalid fusion @%s: ", filename,
-            first_line, f->name);
-    print_message(err.message);
+    report(filename, first_line, &err, "invalid fusion @%s: ", f->name);
     rc = 1;
     goto done;
   }
   for (int i = 0; i < o->num_passes; i++) {
     if (fz_run_pass(f, o->passes[i], &err) != FZ_OK) {
-      fprintf(stderr, "%s:%d: error: pass '%s' failed on @%s: ", filename,
-              first_line, o->passes[i], f->name);
-      print_message(err.message);
+      report(filename, first_line, &err, "pass '%s' failed on @%s: ",
+             o->passes[i], f->name);
       rc = 1;
       goto done;
     }
@@ -256,17 +280,15 @@ static int process(const fo_options *o, const char *filename, int first_line,
   }
   if (!o->run_reference || o->emit_given) {
     if (o->emit->emit(f, o, out, &err) != FZ_OK) {
-      fprintf(stderr, "%s:%d: error: --emit=%s failed on @%s: ", filename,
-              first_line, o->emit->name, f->name);
-      print_message(err.message);
+      report(filename, first_line, &err, "--emit=%s failed on @%s: ",
+             o->emit->name, f->name);
       rc = 1;
       goto done;
     }
   }
   if (o->run_reference && fo_run_reference(f, o, out, &err) != FZ_OK) {
-    fprintf(stderr, "%s:%d: error: --run-reference failed on @%s: ",
-            filename, first_line, f->name);
-    print_message(err.message);
+    report(filename, first_line, &err, "--run-reference failed on @%s: ",
+           f->name);
     rc = 1;
   }
 done:

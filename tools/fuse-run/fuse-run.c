@@ -26,6 +26,9 @@
  * failure is printed with its seed, the fusion's text and the command
  * that repeats it. One line per fusion, then the counts.
  *
+ * An error about one op of the file (the verifier's, the executor's, the
+ * interpreter's) is printed as "FILE:LINE:COL: error: ..." at the op.
+ *
  * Exit status: 0 all outputs match; 1 a mismatch or an error; 2 bad usage;
  * 77 no GPU (the run is skipped, not passed).
  */
@@ -287,7 +290,7 @@ static uint64_t clock_seed(void) {
 }
 
 static run_config config_of(const options *o) {
-  run_config c = {.iters = o->iters, .warmup = o->warmup,
+  run_config c = {.file = o->file, .iters = o->iters, .warmup = o->warmup,
                   .offset = o->offset, .pad = o->pad,
                   .print_plan = o->print_plan, .print_ptx = o->print_ptx,
                   .validate = o->validate, .rtol = o->rtol,
@@ -319,7 +322,9 @@ static int run_file(options *o) {
   free(text);
   if (fz_verify(f, &err) != FZ_OK ||
       (o->canonicalize && fz_run_pass(f, "canonicalize", &err) != FZ_OK)) {
-    fprintf(stderr, "fuse-run: %s\n", err.message);
+    char msg[sizeof err.message + 256];
+    run_error_text(o->file, &err, msg, sizeof msg);
+    fprintf(stderr, "%s\n", msg);
     rc = EXIT_MISMATCH;
     goto done;
   }
@@ -536,12 +541,14 @@ static int run_split(options *o) {
     size_t n = sep ? (size_t)(sep - chunk) : strlen(chunk);
     fz_fusion *f = NULL;
     int64_t symbols[64];
-    bool ok = fz_parse_at(o->file, line, chunk, n, &f, &err) == FZ_OK &&
-              fz_verify(f, &err) == FZ_OK &&
-              (!o->canonicalize ||
-               fz_run_pass(f, "canonicalize", &err) == FZ_OK);
+    bool parsed = fz_parse_at(o->file, line, chunk, n, &f, &err) == FZ_OK;
+    bool ok =
+        parsed && fz_verify(f, &err) == FZ_OK &&
+        (!o->canonicalize || fz_run_pass(f, "canonicalize", &err) == FZ_OK);
     if (!ok) {
-      printf("case %d: FAILED: %s\n", index, err.message);
+      char msg[sizeof err.message + 256];
+      run_error_text(o->file, &err, msg, sizeof msg);
+      printf("case %d: FAILED: %s\n", index, parsed ? msg : err.message);
       failed++;
     } else if (f->num_symbols > 64 || bind_sizes(o, f, symbols) != 0) {
       printf("case %d: FAILED: cannot bind sizes\n", index);

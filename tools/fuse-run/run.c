@@ -112,10 +112,21 @@ static bool dense_in_order(const fz_device_tensor *t, int rank,
   return true;
 }
 
+void run_error_text(const char *file, const fz_error *err, char *buf,
+                    size_t size) {
+  if (file && err->line > 0)
+    snprintf(buf, size, "%s:%d:%d: error: %s", file, err->line, err->col,
+             err->message);
+  else
+    snprintf(buf, size, "fuse-run: %s", err->message);
+}
+
 #define CHECK(expr)                                                            \
   do {                                                                         \
     if ((expr) != FZ_OK) {                                                     \
-      say(c, stderr, "fuse-run: %s\n", err.message);                          \
+      char text_[sizeof err.message + 256];                                    \
+      run_error_text(c->file, &err, text_, sizeof text_);                      \
+      say(c, stderr, "%s\n", text_);                                           \
       rc = RUN_FAILED;                                                         \
       goto done;                                                               \
     }                                                                          \

@@ -7,6 +7,7 @@
 #include "fz/ir.h"
 
 typedef struct run_config {
+  const char *file;    /* the fusion's file, for messages; NULL: none */
   int iters, warmup;   /* timing runs; iters 0: no timing */
   int64_t offset, pad; /* inputs shifted by offset elements, gaps of pad */
   bool print_plan, print_ptx;
@@ -30,6 +31,12 @@ typedef struct run_config {
 } run_config;
 
 enum { RUN_PASSED = 0, RUN_FAILED = 1, RUN_DECLINED = 3 };
+
+/* An error (not a parse error, whose message is located already) as
+ * fuse-run prints it: "FILE:LINE:COL: error: MESSAGE" when it points at an
+ * op of `file`, else "fuse-run: MESSAGE". */
+void run_error_text(const char *file, const fz_error *err, char *buf,
+                    size_t size);
 
 /* Runs f (verified; symbols bound, f->num_symbols values) on dev with
  * inputs drawn from `seed`. Prints what fuse-run prints for a file:
