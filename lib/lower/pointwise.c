@@ -15,9 +15,10 @@
  * needs. Group g -> coordinates: the innermost axis holds ext/vector groups
  * per row, so c[inner] = (g % gpr) * vector and the rest of g is split over
  * the outer extents by div/mod (none for rank 1); kernel.c turns
- * coordinates into offsets and evaluates the nodes.
+ * coordinates into offsets, slot.c evaluates the nodes.
  */
 #include "emit.h"
+#include "skeleton.h"
 
 #include <stdio.h>
 #include <stdlib.h>

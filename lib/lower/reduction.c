@@ -32,6 +32,7 @@
  * are decomposed once per tile.
  */
 #include "emit.h"
+#include "skeleton.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -30,6 +30,7 @@
  * padding argument holds (plan.c: fz_tile_element_bytes).
  */
 #include "emit.h"
+#include "skeleton.h"
 
 #include <stdio.h>
 #include <stdlib.h>
