@@ -114,7 +114,7 @@ typedef struct fz_access_params {
 /* The kernel being emitted: the emitter plus its parameters. */
 typedef struct fz_kernel {
   fz_emit e;
-  fz_access_params *acc;            /* per access */
+  fz_access_params *access;         /* per access */
   LLVMValueRef groups;              /* the group (kept point) count */
   LLVMValueRef ext[FZ_MAX_RANK];    /* extents; NULL when never read */
   LLVMValueRef workspace, counters; /* split reductions, else NULL */

@@ -118,8 +118,8 @@ void fz_kernel_read_params(fz_kernel *k) {
   const fz_plan *p = k->e.plan;
   int i = 0, inner = p->rank - 1;
   for (int a = 0; a < p->num_accesses; a++) {
-    k->acc[a].ptr = LLVMGetParam(k->e.fn, (unsigned)i++);
-    fz_set_name(k->acc[a].ptr, "a%d", a);
+    k->access[a].ptr = LLVMGetParam(k->e.fn, (unsigned)i++);
+    fz_set_name(k->access[a].ptr, "a%d", a);
   }
   k->groups = index_param(k, i++, true, "groups", 0, 0);
   for (int d = 0; d < p->rank; d++)
@@ -130,9 +130,9 @@ void fz_kernel_read_params(fz_kernel *k) {
       /* an innermost stride of 0 or 1 is structure, not a parameter */
       int64_t s = p->accesses[a].strides[d];
       bool used = d < inner || (s != 0 && s != 1);
-      k->acc[a].stride[d] = index_param(k, i++, used, "a%d.stride%d", a, d);
+      k->access[a].stride[d] = index_param(k, i++, used, "a%d.stride%d", a, d);
     }
-    k->acc[a].offset = index_param(k, i++, true, "a%d.offset", a, 0);
+    k->access[a].offset = index_param(k, i++, true, "a%d.offset", a, 0);
   }
   if (has_workspace(p)) {
     k->workspace = LLVMGetParam(k->e.fn, (unsigned)i++);
@@ -180,7 +180,7 @@ LLVMValueRef fz_kernel_offset(fz_kernel *k, int a, LLVMValueRef base,
     if (d == inner && pa->strides[d] == 1)
       term = c[d];
     else
-      term = LLVMBuildNSWMul(b, c[d], k->acc[a].stride[d], "");
+      term = LLVMBuildNSWMul(b, c[d], k->access[a].stride[d], "");
     off = LLVMBuildNSWAdd(b, off, term, "");
   }
   return off;
@@ -191,5 +191,5 @@ LLVMValueRef fz_kernel_inner_stride(fz_kernel *k, int a) {
   int inner = p->rank - 1;
   if (p->accesses[a].strides[inner] == 1)
     return fz_kernel_idx(k, 1);
-  return k->acc[a].stride[inner];
+  return k->access[a].stride[inner];
 }

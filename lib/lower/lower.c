@@ -276,12 +276,12 @@ fz_status fz_lower_plan(const fz_plan *plan, LLVMContextRef ctx,
   LLVMSetTarget(e->mod, NVPTX_TRIPLE);
   LLVMSetDataLayout(e->mod, NVPTX_DATALAYOUT);
   e->b = LLVMCreateBuilderInContext(ctx);
-  k.acc = calloc((size_t)plan->num_accesses, sizeof *k.acc);
-  bool ok = k.acc != NULL;
+  k.access = calloc((size_t)plan->num_accesses, sizeof *k.access);
+  bool ok = k.access != NULL;
   if (!ok)
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   ok = ok && fz_kernel_declare(&k) && emit_body(&k);
-  free(k.acc);
+  free(k.access);
   LLVMDisposeBuilder(e->b);
   if (!ok || e->failed) {
     if (!e->failed)

@@ -571,7 +571,7 @@ static bool entry(pers *s) {
     for (int a = 0; a < A; a++) {
       LLVMValueRef t = fz_kernel_offset(k, a, zero, c, s->rmask);
       s->roff[(size_t)g * (size_t)A + (size_t)a] = t;
-      offs(s, g)[a] = LLVMBuildAdd(b, k->acc[a].offset, t, "");
+      offs(s, g)[a] = LLVMBuildAdd(b, k->access[a].offset, t, "");
     }
   }
 
@@ -583,7 +583,7 @@ static bool entry(pers *s) {
   for (int d = 0; d < p->rank; d++)
     s->row_coord[d] = zero;
   for (int a = 0; a < A; a++)
-    s->base[a] = k->acc[a].offset;
+    s->base[a] = k->access[a].offset;
   for (int i = 0; i < p->num_nodes; i++) {
     if (p->nodes[i].kind == FZ_NODE_STORE)
       continue;
@@ -610,7 +610,7 @@ static void row_start(pers *s, LLVMValueRef row) {
   fz_kernel_decompose(k, row, s->kaxes, s->nk, 1, per_row, s->row_coord);
   for (int a = 0; a < A; a++) {
     s->base[a] =
-        fz_kernel_offset(k, a, k->acc[a].offset, s->row_coord, s->kmask);
+        fz_kernel_offset(k, a, k->access[a].offset, s->row_coord, s->kmask);
     fz_set_name(s->base[a], "base.a%d", a);
     for (int g = 0; g < s->G; g++) {
       offs(s, g)[a] = LLVMBuildNSWAdd(

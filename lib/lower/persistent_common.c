@@ -30,5 +30,6 @@ void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base) {
   LLVMValueRef coord[FZ_MAX_RANK];
   row_coords(s, row, coord);
   for (int a = 0; a < s->p->num_accesses; a++)
-    base[a] = fz_kernel_offset(s->k, a, s->k->acc[a].offset, coord, s->kmask);
+    base[a] =
+        fz_kernel_offset(s->k, a, s->k->access[a].offset, coord, s->kmask);
 }

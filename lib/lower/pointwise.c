@@ -70,7 +70,7 @@ static bool emit_slot_loads(pointwise *pw, int u, LLVMValueRef base,
   LLVMValueRef *offs = slot_offs(pw, u);
   unsigned all = (1u << p->rank) - 1;
   for (int a = 0; a < p->num_accesses; a++) {
-    offs[a] = fz_kernel_offset(k, a, k->acc[a].offset, c, all);
+    offs[a] = fz_kernel_offset(k, a, k->access[a].offset, c, all);
     fz_set_name(offs[a], "off.a%d.u%d", a, u);
   }
   for (int i = 0; i < p->num_nodes; i++)

@@ -12,7 +12,7 @@ bool fz_kernel_load_node(fz_kernel *k, int i, LLVMValueRef *table,
   const fz_plan_node *n = &p->nodes[i];
   const fz_plan_access *a = &p->accesses[n->access];
   LLVMValueRef *out = fz_slot_val(p, table, i);
-  if (!fz_emit_load(e, a, k->acc[n->access].ptr, off,
+  if (!fz_emit_load(e, a, k->access[n->access].ptr, off,
                     fz_kernel_inner_stride(k, n->access), lanes, out))
     return false;
   for (int l = 0; l < lanes; l++)
@@ -123,7 +123,7 @@ bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
   for (int l = 0; l < lanes; l++)
     if (!(vals[l] = fz_emit_convert(e, v[l], src, a->dtype)))
       return false;
-  return fz_emit_store(e, a, k->acc[n->access].ptr, off,
+  return fz_emit_store(e, a, k->access[n->access].ptr, off,
                        fz_kernel_inner_stride(k, n->access), lanes, vals) &&
          !e->failed;
 }
