@@ -82,7 +82,7 @@ typedef struct fz_emit {
 
 /* ---- emit.c -------------------------------------------------------------- */
 
-/* The LLVM types of the fields t_*, in e->ctx; t_idx from e->plan. */
+/* Fills the t_* types from e->ctx; t_idx as e->plan->index32 says. */
 void fz_emit_init_types(fz_emit *e);
 /* Records the first error (later ones are dropped) and returns NULL. */
 LLVMValueRef fz_emit_fail(fz_emit *e, fz_status status, const char *fmt, ...)
@@ -117,7 +117,7 @@ typedef struct fz_kernel {
   fz_access_params *access;         /* per access */
   LLVMValueRef groups;              /* the group (kept point) count */
   LLVMValueRef ext[FZ_MAX_RANK];    /* extents; NULL when never read */
-  LLVMValueRef workspace, counters; /* split reductions, else NULL */
+  LLVMValueRef workspace, counters; /* split or grid-column plans, else NULL */
 } fz_kernel;
 
 /* Declares k->e.fn with plan.h's parameters (fz_plan_num_params of them)
