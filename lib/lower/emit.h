@@ -1,23 +1,53 @@
-/* emit.h - private to lib/lower: the state every emitter shares, and the
- * table of contents of the stage's files.
+/* emit.h - private to lib/lower: the state every emitter shares, the
+ * helpers' prototypes, and the table of contents of the stage.
  *
- *   kernel.c      what every kernel shares: checking the plan, the
- *                 signature and its parameters, index -> coordinates ->
- *                 offsets, evaluating a slot's nodes over its lanes
- *   pointwise.c   the pointwise skeleton: a grid-stride loop over element
- *                 groups with unrolled slots; loads, compute, stores
+ * The stage's files, top down: each calls only files listed below it, so
+ * that no two files call each other in a circle.
+ *
+ *   driver
+ *   lower.c       fz_lower_plan: check the plan, set up the emitter and
+ *                 the NVPTX module, declare the kernel, hand its body to
+ *                 the plan kind's skeleton, verify the module; the only
+ *                 caller of the skeletons (skeleton.h)
+ *
+ *   skeletons: each emits one plan kind's kernel body (skeleton.h)
+ *   pointwise.c   a grid-stride loop over element groups with unrolled
+ *                 slots; loads, compute, stores
  *   reduction.c   the inner and outer reduction skeletons: tiles of kept
  *                 points, the unrolled R loop, the epilogue
- *   transpose.c   the transpose skeleton: tiles staged through shared
- *                 memory between loads along the inputs' contiguous axis
- *                 and stores along the outputs'
+ *   transpose.c   tiles staged through shared memory between loads along
+ *                 the inputs' contiguous axis and stores along the
+ *                 outputs'
+ *   persistent.c  the persistent normalization skeleton: rows held in
+ *                 registers, the rounds of row reductions, the stores;
+ *                 the files below it are its own (persistent.h):
+ *     persistent_columns.c   the column half: block partials of column
+ *                            reductions, the grid barrier, the final pass
+ *     persistent_prefetch.c  the next row's loads copied ahead into
+ *                            shared memory
+ *     persistent_common.c    what the three share: allocas in the entry
+ *                            block, a row's offset bases
+ *
+ *   helpers (prototypes below, grouped by file)
  *   combine.c     accumulators: identities, combining, warp shuffles, the
  *                 shared-memory trees and the grid-reduction protocol
+ *   slot.c        one node of a slot (LOAD, value, STORE) evaluated over
+ *                 its lanes
+ *   kernel.c      the kernel: its signature and parameters, index ->
+ *                 coordinates -> offsets
+ *   compute.c     one plan node (op, literal, iota) -> LLVM values
  *   memory.c      register and memory forms of each dtype, conversions
  *                 between dtypes, vector / splat / per-lane accesses
- *   compute.c     one plan node (op, literal, iota) -> LLVM values
+ *   control.c     structured control flow: the counted loop, if without
+ *                 else
  *   intrinsics.c  special registers, barriers, shuffles, llvm.*
  *                 intrinsics, libdevice calls
+ *   emit.c        the emitter's types, the first failure, value names
+ *
+ * Headers: lower.h (the stage's interface), emit.h (this one, which every
+ * file of the stage includes, directly or through the others),
+ * skeleton.h (the skeletons' entry points: lower.c calls them),
+ * persistent.h (the persistent skeleton's state, shared by its files).
  *
  * Values in registers: f64 is double; f32, f16 and bf16 are float (a f16
  * or bf16 value is always exactly representable in its dtype: every op
@@ -53,6 +83,10 @@ typedef struct fz_emit {
   LLVMTypeRef t_idx; /* i32 when plan->index32, else i64 */
 } fz_emit;
 
+/* ---- emit.c -------------------------------------------------------------- */
+
+/* Fills the t_* types from e->ctx; t_idx as e->plan->index32 says. */
+void fz_emit_init_types(fz_emit *e);
 /* Records the first error (later ones are dropped) and returns NULL.
  * _at: an error about node `node` of the plan rather than e->node. */
 LLVMValueRef fz_emit_fail(fz_emit *e, fz_status status, const char *fmt, ...)
@@ -64,6 +98,13 @@ LLVMValueRef fz_emit_fail_at(fz_emit *e, int node, fz_status status,
                              const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Names v (at most 63 characters): readable IR, and values tests can find. */
+void fz_set_name(LLVMValueRef v, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
@@ -83,21 +124,21 @@ typedef struct fz_access_params {
 /* The kernel being emitted: the emitter plus its parameters. */
 typedef struct fz_kernel {
   fz_emit e;
-  fz_access_params *acc;            /* per access */
+  fz_access_params *access;         /* per access */
   LLVMValueRef groups;              /* the group (kept point) count */
   LLVMValueRef ext[FZ_MAX_RANK];    /* extents; NULL when never read */
-  LLVMValueRef workspace, counters; /* split reductions, else NULL */
+  LLVMValueRef workspace, counters; /* split or grid-column plans, else NULL */
 } fz_kernel;
 
+/* Declares k->e.fn with plan.h's parameters (fz_plan_num_params of them)
+ * and its NVPTX annotations. */
+bool fz_kernel_declare(fz_kernel *k);
+/* Reads the parameters into k, in the entry block where the builder is. */
+void fz_kernel_read_params(fz_kernel *k);
 /* A constant of the index type. */
 LLVMValueRef fz_kernel_idx(fz_kernel *k, int64_t v);
 /* A special register ("tid.x", "ctaid.y", ...) in the index type. */
 LLVMValueRef fz_kernel_sreg(fz_kernel *k, const char *name);
-void fz_set_name(LLVMValueRef v, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 /* Row-major decomposition of `index` over axes[0..n) (outermost first)
  * into c[axes[i]]. The last axis counts `vec` elements per index step:
  * c[last] = (index % per_row) * vec with per_row = its extent / vec (given,
@@ -113,10 +154,30 @@ LLVMValueRef fz_kernel_offset(fz_kernel *k, int a, LLVMValueRef base,
 /* The step between lanes of access a along the innermost axis. */
 LLVMValueRef fz_kernel_inner_stride(fz_kernel *k, int a);
 
-/* loop.c: for (iv = start; iv + ahead < end; iv += step), unsigned
- * compare, ahead may be NULL; fz_emit_loop_begin leaves the builder in the
- * body and returns iv (of start's type), fz_emit_loop_end closes the loop
- * and leaves the builder after it. iv is named `name`; blocks name.head,
+/* ---- slot.c -------------------------------------------------------------- */
+
+/* A slot's values: table[node * plan->vector + lane]. */
+static inline LLVMValueRef *fz_slot_val(const fz_plan *p, LLVMValueRef *table,
+                                        int node) {
+  return table + (size_t)node * (size_t)p->vector;
+}
+/* LOAD node i: `lanes` lanes at element offset `off`, in the node dtype. */
+bool fz_kernel_load_node(fz_kernel *k, int i, LLVMValueRef *table,
+                         LLVMValueRef off, int lanes);
+/* LITERAL, IOTA (at coordinates c) or OP node i over `lanes` lanes; a node
+ * whose operands are the same in every lane is computed once. */
+bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
+                          const LLVMValueRef *c, int lanes);
+/* STORE node i: its operand's lanes converted and stored at `off`. */
+bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
+                          LLVMValueRef off, int lanes);
+
+/* ---- control.c ----------------------------------------------------------- */
+
+/* for (iv = start; iv + ahead < end; iv += step), unsigned compare, ahead
+ * may be NULL; fz_emit_loop_begin leaves the builder in the body and
+ * returns iv (of start's type), fz_emit_loop_end closes the loop and
+ * leaves the builder after it. iv is named `name`; blocks name.head,
  * name.body, name.done. */
 typedef struct fz_loop {
   LLVMBasicBlockRef pre, head, exit;
@@ -137,29 +198,6 @@ void fz_if_begin(fz_emit *e, fz_if *f, LLVMValueRef cond, const char *name);
 void fz_if_end(fz_emit *e, fz_if *f);
 LLVMValueRef fz_if_merge(fz_emit *e, const fz_if *f, LLVMValueRef then_val,
                          LLVMValueRef else_val);
-
-/* A slot's values: table[node * plan->vector + lane]. */
-static inline LLVMValueRef *fz_slot_val(const fz_plan *p, LLVMValueRef *table,
-                                        int node) {
-  return table + (size_t)node * (size_t)p->vector;
-}
-/* LOAD node i: `lanes` lanes at element offset `off`, in the node dtype. */
-bool fz_kernel_load_node(fz_kernel *k, int i, LLVMValueRef *table,
-                         LLVMValueRef off, int lanes);
-/* LITERAL, IOTA (at coordinates c) or OP node i over `lanes` lanes; a node
- * whose operands are the same in every lane is computed once. */
-bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
-                          const LLVMValueRef *c, int lanes);
-/* STORE node i: its operand's lanes converted and stored at `off`. */
-bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
-                          LLVMValueRef off, int lanes);
-
-/* ---- pointwise.c, reduction.c: the skeletons ----------------------------- */
-
-/* Each emits the kernel body into k->e.fn, whose parameters are read. */
-bool fz_emit_pointwise(fz_kernel *k);
-bool fz_emit_inner_reduction(fz_kernel *k);
-bool fz_emit_outer_reduction(fz_kernel *k);
 
 /* ---- memory.c ------------------------------------------------------------ */
 
@@ -297,25 +335,5 @@ LLVMValueRef fz_emit_intrinsic2(fz_emit *e, const char *name, LLVMValueRef a,
 /* __nv_<base>f for float arguments, __nv_<base> for double. */
 LLVMValueRef fz_emit_libdevice(fz_emit *e, const char *base, LLVMValueRef *args,
                                int num_args);
-
-/* ---- persistent.c, persistent_columns.c ---------------------------------- */
-
-/* Values a thread holds per row tensor: persistent groups * lanes. */
-enum { FZ_PERS_MAX_VALUES = FZ_LOWER_MAX_COLUMNS };
-
-/* The persistent plans' own rules (launch shape, spaces, phases), checked
- * after kernel.c's checks of every plan. */
-fz_status fz_check_persistent(const fz_plan *plan, fz_error *err);
-/* INNER_PERSISTENT and INNER_OUTER_PERSISTENT kernel bodies. */
-bool fz_emit_persistent(fz_kernel *k);
-
-/* ---- transpose.c --------------------------------------------------------- */
-
-/* TRANSPOSE plans: the tiles, the store vector and the tiled accesses
- * (kernel.c checks the nodes and the direct accesses), then the body:
- * shared-memory tiles between a load phase along the tiled inputs'
- * contiguous axis and a store phase along the outputs'. */
-fz_status fz_check_transpose(const fz_plan *plan, fz_error *err);
-bool fz_emit_transpose(fz_kernel *k);
 
 #endif

@@ -44,6 +44,7 @@
  * end of the tile.
  */
 #include "persistent.h"
+#include "skeleton.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,20 +170,6 @@ fz_status fz_check_persistent(const fz_plan *p, fz_error *err) {
 
 static LLVMValueRef i32c(fz_emit *e, unsigned v) {
   return LLVMConstInt(e->t_i32, v, 0);
-}
-
-LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name) {
-  fz_emit *e = &s->k->e;
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(e->fn);
-  LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first)
-    LLVMPositionBuilderBefore(b, first);
-  else
-    LLVMPositionBuilderAtEnd(b, entry);
-  LLVMValueRef a = LLVMBuildAlloca(b, t, name);
-  LLVMDisposeBuilder(b);
-  return a;
 }
 
 /* shfl.sync.idx from lane 0 of the warp: what lane 0 holds, everywhere. */
@@ -585,7 +572,7 @@ static bool entry(pers *s) {
     for (int a = 0; a < A; a++) {
       LLVMValueRef t = fz_kernel_offset(k, a, zero, c, s->rmask);
       s->roff[(size_t)g * (size_t)A + (size_t)a] = t;
-      offs(s, g)[a] = LLVMBuildAdd(b, k->acc[a].offset, t, "");
+      offs(s, g)[a] = LLVMBuildAdd(b, k->access[a].offset, t, "");
     }
   }
 
@@ -597,7 +584,7 @@ static bool entry(pers *s) {
   for (int d = 0; d < p->rank; d++)
     s->row_coord[d] = zero;
   for (int a = 0; a < A; a++)
-    s->base[a] = k->acc[a].offset;
+    s->base[a] = k->access[a].offset;
   for (int i = 0; i < p->num_nodes; i++) {
     if (p->nodes[i].kind == FZ_NODE_STORE)
       continue;
@@ -615,21 +602,6 @@ static bool entry(pers *s) {
 
 /* ---- a row --------------------------------------------------------------- */
 
-static void row_coords(pers *s, LLVMValueRef row, LLVMValueRef *coord) {
-  fz_kernel *k = s->k;
-  LLVMValueRef per_row = s->nk > 0 ? k->ext[s->kaxes[s->nk - 1]] : NULL;
-  for (int d = 0; d < s->p->rank; d++)
-    coord[d] = fz_kernel_idx(k, 0);
-  fz_kernel_decompose(k, row, s->kaxes, s->nk, 1, per_row, coord);
-}
-
-void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base) {
-  LLVMValueRef coord[FZ_MAX_RANK];
-  row_coords(s, row, coord);
-  for (int a = 0; a < s->p->num_accesses; a++)
-    base[a] = fz_kernel_offset(s->k, a, s->k->acc[a].offset, coord, s->kmask);
-}
-
 static void row_start(pers *s, LLVMValueRef row) {
   fz_kernel *k = s->k;
   LLVMBuilderRef b = k->e.b;
@@ -639,7 +611,7 @@ static void row_start(pers *s, LLVMValueRef row) {
   fz_kernel_decompose(k, row, s->kaxes, s->nk, 1, per_row, s->row_coord);
   for (int a = 0; a < A; a++) {
     s->base[a] =
-        fz_kernel_offset(k, a, k->acc[a].offset, s->row_coord, s->kmask);
+        fz_kernel_offset(k, a, k->access[a].offset, s->row_coord, s->kmask);
     fz_set_name(s->base[a], "base.a%d", a);
     for (int g = 0; g < s->G; g++) {
       offs(s, g)[a] = LLVMBuildNSWAdd(

@@ -1,7 +1,11 @@
 /* persistent.h - private to lib/lower: the state of a persistent kernel,
  * shared by its row half (persistent.c: rows held in registers, the
- * rounds, stores) and its column half (persistent_columns.c: block partials
- * of column reductions, the grid barrier, the final column pass).
+ * rounds, stores), its column half (persistent_columns.c: block partials
+ * of column reductions, the grid barrier, the final column pass), the
+ * prefetch of the next row (persistent_prefetch.c) and what the three
+ * share (persistent_common.c). persistent.c calls the other three;
+ * persistent_columns.c and persistent_prefetch.c call only
+ * persistent_common.c.
  *
  * Every node lives in one of five spaces, decided from what it varies
  * along, not only from the plan's flags: a full-space node that only
@@ -33,6 +37,9 @@ typedef enum pers_space {
 } pers_space;
 
 enum { PERS_MAX_COLUMN_REDUCES = 32 };
+
+/* Values a thread holds per row tensor: persistent groups * lanes. */
+enum { FZ_PERS_MAX_VALUES = FZ_LOWER_MAX_COLUMNS };
 
 typedef struct pers {
   fz_kernel *k;
@@ -80,39 +87,43 @@ static inline LLVMValueRef *pers_colacc(pers *s, int j, int k, int lane) {
                     (size_t)lane];
 }
 
-/* persistent.c: an alloca in the entry block (so that mem2reg promotes
- * it), from wherever the builder is. */
-LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name);
+/* ---- persistent_common.c ------------------------------------------------ */
 
-/* persistent_prefetch.c: before the row loop, the first row's copies
- * (`first`: the clamped row index, `any`: i1, the block has a row); in
- * the loop, after row_start, the next row's copies (`next`, `more`) and
- * the wait for the current row's; fz_pers_prefetch_load reads LOAD node
- * i of group g from the current buffer into the group's table;
- * fz_pers_prefetch_end flips the buffer at the end of a row. */
+/* An alloca in the entry block (so that mem2reg promotes it), from
+ * wherever the builder is. */
+LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name);
+/* The offset bases of every access for one row (what persistent.c's
+ * row_start computes for the current row). */
+void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base);
+
+/* ---- persistent_prefetch.c ----------------------------------------------- */
+
+/* Before the row loop, the first row's copies (`first`: the clamped row
+ * index, `any`: i1, the block has a row); in the loop, after row_start,
+ * the next row's copies (`next`, `more`) and the wait for the current
+ * row's; fz_pers_prefetch_load reads LOAD node i of group g from the
+ * current buffer into the group's table; fz_pers_prefetch_end flips the
+ * buffer at the end of a row. */
 bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any);
 bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more);
 bool fz_pers_prefetch_load(pers *s, int i, int g);
 void fz_pers_prefetch_end(pers *s);
-/* persistent.c: the offset bases of every access for one row (what
- * row_start computes for the current row). */
-void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base);
 
-/* persistent_columns.c: the shared memory the ty tree of the column
- * partials needs (0 when block_y is 1), declared with the rows' scratch. */
+/* ---- persistent_columns.c ------------------------------------------------ */
+
+/* The shared memory the ty tree of the column partials needs (0 when
+ * block_y is 1), declared with the rows' scratch. */
 size_t fz_pers_column_scratch(const pers *s);
-/* persistent_columns.c: the column partials of the thread's groups
- * combined across ty, published, the grid barrier, and the final pass
- * that sums every block's partial and stores the column outputs. Every
- * thread of every block must call it. round -1 (INNER_OUTER, after the
- * row loop): every column reduction. round r (OUTER): the column
- * reductions of phase r + 1; the pass also writes their results to the
- * workspace and ends with a second grid barrier, after which
- * fz_pers_column_results reads them. */
+/* The column partials of the thread's groups combined across ty,
+ * published, the grid barrier, and the final pass that sums every block's
+ * partial and stores the column outputs. Every thread of every block must
+ * call it. round -1 (INNER_OUTER, after the row loop): every column
+ * reduction. round r (OUTER): the column reductions of phase r + 1; the
+ * pass also writes their results to the workspace and ends with a second
+ * grid barrier, after which fz_pers_column_results reads them. */
 bool fz_pers_columns(pers *s, int round);
-/* persistent_columns.c: column REDUCE number j's results at the thread's
- * groups, res[g * V + l], in the node's dtype (OUTER, after
- * fz_pers_columns(s, round)). */
+/* Column REDUCE number j's results at the thread's groups, res[g * V +
+ * l], in the node's dtype (OUTER, after fz_pers_columns(s, round)). */
 bool fz_pers_column_results(pers *s, int round, int j, LLVMValueRef *res);
 
 #endif

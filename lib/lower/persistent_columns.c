@@ -342,7 +342,7 @@ static bool eval_col(pers *s, colpass *c, int i) {
     bool ok;
     if (n->kind == FZ_NODE_LOAD) {
       LLVMValueRef off = fz_kernel_offset(
-          k, n->access, k->acc[n->access].offset, c->coord, s->rmask);
+          k, n->access, k->access[n->access].offset, c->coord, s->rmask);
       ok = fz_kernel_load_node(k, i, c->vals, off, s->V);
     } else {
       ok = fz_kernel_value_node(k, i, c->vals, c->coord, s->V);
@@ -554,7 +554,7 @@ static bool final_pass(pers *s, const wspace *w) {
       ok = eval_col(s, &c, n->operands[0]);
       if (ok) {
         LLVMValueRef off = fz_kernel_offset(
-            k, n->access, k->acc[n->access].offset, c.coord, s->rmask);
+            k, n->access, k->access[n->access].offset, c.coord, s->rmask);
         ok = fz_kernel_store_node(k, i, c.vals, off, s->V);
       }
     }

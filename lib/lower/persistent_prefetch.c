@@ -80,7 +80,7 @@ static bool copy_row(pers *s, const LLVMValueRef *base, LLVMValueRef buf) {
       LLVMValueRef off = LLVMBuildNSWAdd(
           b, base[a], s->roff[(size_t)g * (size_t)A + (size_t)a], "");
       LLVMValueRef src = LLVMBuildInBoundsGEP2(b, fz_emit_mem_type(e, d),
-                                               k->acc[a].ptr, &off, 1, "");
+                                               k->access[a].ptr, &off, 1, "");
       LLVMValueRef dst = slot(s, a, g, buf);
       for (size_t at = 0; at < sb; at += (size_t)piece) {
         LLVMValueRef step = i32c(e, at);
@@ -111,7 +111,7 @@ static bool load_row_values(pers *s, const LLVMValueRef *base) {
     const fz_plan_node *n = &p->nodes[i];
     const fz_plan_access *a = &p->accesses[n->access];
     LLVMValueRef v;
-    if (!fz_emit_load(&k->e, a, k->acc[n->access].ptr, base[n->access],
+    if (!fz_emit_load(&k->e, a, k->access[n->access].ptr, base[n->access],
                       fz_kernel_inner_stride(k, n->access), 1, &v) ||
         !(v = fz_emit_convert(&k->e, v, a->dtype, n->dtype)))
       return false;

@@ -15,9 +15,10 @@
  * needs. Group g -> coordinates: the innermost axis holds ext/vector groups
  * per row, so c[inner] = (g % gpr) * vector and the rest of g is split over
  * the outer extents by div/mod (none for rank 1); kernel.c turns
- * coordinates into offsets and evaluates the nodes.
+ * coordinates into offsets, slot.c evaluates the nodes.
  */
 #include "emit.h"
+#include "skeleton.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ static bool emit_slot_loads(pointwise *pw, int u, LLVMValueRef base,
   LLVMValueRef *offs = slot_offs(pw, u);
   unsigned all = (1u << p->rank) - 1;
   for (int a = 0; a < p->num_accesses; a++) {
-    offs[a] = fz_kernel_offset(k, a, k->acc[a].offset, c, all);
+    offs[a] = fz_kernel_offset(k, a, k->access[a].offset, c, all);
     fz_set_name(offs[a], "off.a%d.u%d", a, u);
   }
   for (int i = 0; i < p->num_nodes; i++)

@@ -32,6 +32,7 @@
  * are decomposed once per tile.
  */
 #include "emit.h"
+#include "skeleton.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,7 +205,7 @@ static void tile_start(red *r, LLVMValueRef kept_index) {
   for (int i = 0; i < r->nr; i++)
     r->c[r->raxes[i]] = fz_kernel_idx(k, 0);
   for (int a = 0; a < p->num_accesses; a++) {
-    r->base[a] = fz_kernel_offset(k, a, k->acc[a].offset, r->c, r->kmask);
+    r->base[a] = fz_kernel_offset(k, a, k->access[a].offset, r->c, r->kmask);
     fz_set_name(r->base[a], "base.a%d", a);
   }
   for (int j = 0; j < r->rs.count; j++) {

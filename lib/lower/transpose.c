@@ -30,6 +30,7 @@
  * padding argument holds (plan.c: fz_tile_element_bytes).
  */
 #include "emit.h"
+#include "skeleton.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,9 +262,9 @@ static bool load_tile(transpose *t, int i) {
     fz_set_name(c[t->a], "ld.a%d.u%d.a", i, u);
     fz_set_name(c[t->b], "ld.a%d.u%d.b", i, u);
     /* stride 1 along B is the tiled access's structure */
-    LLVMValueRef off = fz_kernel_offset(k, i, k->acc[i].offset, c, not_b);
+    LLVMValueRef off = fz_kernel_offset(k, i, k->access[i].offset, c, not_b);
     off = LLVMBuildNSWAdd(b, off, c[t->b], "");
-    ok = fz_emit_load(e, x, k->acc[i].ptr, off, NULL, v, vals) && !e->failed;
+    ok = fz_emit_load(e, x, k->access[i].ptr, off, NULL, v, vals) && !e->failed;
     for (int l = 0; ok && l < v; l++)
       held[u][l] = widen(e, vals[l], x->dtype);
   }
@@ -316,7 +317,7 @@ static bool store_pass_loads(transpose *t, int u) {
       continue;
     if (!is_tiled(p, n->access)) {
       LLVMValueRef off =
-          fz_kernel_offset(k, n->access, k->acc[n->access].offset, c, all);
+          fz_kernel_offset(k, n->access, k->access[n->access].offset, c, all);
       if (!fz_kernel_load_node(k, i, table, off, w))
         return false;
       continue;
@@ -362,8 +363,8 @@ static bool store_pass_stores(transpose *t, int u) {
     const fz_plan_node *n = &p->nodes[i];
     if (n->kind != FZ_NODE_STORE)
       continue;
-    LLVMValueRef off = fz_kernel_offset(k, n->access, k->acc[n->access].offset,
-                                        t->coord[u], all);
+    LLVMValueRef off = fz_kernel_offset(
+        k, n->access, k->access[n->access].offset, t->coord[u], all);
     if (!fz_kernel_store_node(k, i, pass_table(t, u), off, p->vector))
       return false;
   }
