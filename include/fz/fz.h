@@ -186,11 +186,13 @@ typedef struct fz_bindings {
 /* Binds every symbol from the inputs' sizes (data and strides are not
  * looked at), checking the count of inputs, each one's rank and dtype, and
  * that constant extents, b1 axes (size 1) and every later use of a symbol
- * agree with the first; errors (FZ_ERR_ARGUMENT) name the input, the axis
- * and where a conflicting symbol was bound first. On success out->values
- * is malloc'd and the caller frees it with fz_bindings_free (which
- * accepts an already freed or zeroed fz_bindings); on failure out is left
- * empty (num_symbols 0, values NULL). Only reads the fusion. */
+ * agree with the first, and that under these sizes every value of the
+ * fusion has an element count and byte size that fit int64; errors
+ * (FZ_ERR_ARGUMENT) name the input, the axis and where a conflicting
+ * symbol was bound first, or the value whose size overflows. On success
+ * out->values is malloc'd and the caller frees it with fz_bindings_free
+ * (which accepts an already freed or zeroed fz_bindings); on failure out
+ * is left empty (num_symbols 0, values NULL). Only reads the fusion. */
 fz_status fz_bind_inputs(const fz_fusion *fusion, const fz_host_tensor *inputs,
                          int num_inputs, fz_bindings *out, fz_error *err);
 void fz_bindings_free(fz_bindings *bindings);
@@ -208,7 +210,8 @@ fz_status fz_output_sizes(const fz_fusion *fusion, int output,
  * the output's dtype, rank and sizes (any non-overlapping strides); fz
  * writes every element and keeps no pointer. Its own temporaries are
  * malloc'd and freed before it returns. FZ_ERR_ARGUMENT for inputs or
- * outputs that do not fit the fusion, FZ_ERR_INVALID for an op the
+ * outputs that do not fit the fusion (strides whose span overflows int64
+ * included), FZ_ERR_INVALID for an op the
  * values make undefined (amax over an empty axis), FZ_ERR_OUT_OF_MEMORY.
  * Outputs may be partly written on failure. Only reads the fusion, so
  * several threads may interpret one fusion at once. */
@@ -429,7 +432,8 @@ const char *fz_version(void);
  * permutation of the axes, outermost first (column-major [M, N] is
  * {1, 0}). contiguous: NULL for dense, else one flag per *allocated*
  * position (false: that stride is not the dense one). Returns the input,
- * or NULL with FZ_ERR_INVALID (bad dtype, rank, extent, name, order). */
+ * or NULL with FZ_ERR_INVALID (bad dtype, rank, extent, name, order, or
+ * constant extents whose product in bytes overflows int64). */
 fz_value *fz_fusion_add_tensor(fz_fusion *fusion, const char *name,
                                fz_dtype dtype, int rank,
                                const int64_t *extents,

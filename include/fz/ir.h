@@ -162,6 +162,47 @@ int64_t fz_axis_size(const fz_axis *axis, const int64_t *symbol_values);
 fz_extent fz_axis_extent(const fz_axis *axis);
 bool fz_extent_equal(fz_extent a, fz_extent b);
 
+/* ---- size.c: checked products of sizes ---------------------------------- */
+/*
+ * Every product of sizes that fz computes from a user's extents (element
+ * counts, byte sizes, dense strides, spans of strided views) is checked
+ * through these where the sizes enter fz, so that none overflows int64.
+ * Sizes that pass fz_size_of make every dense stride of the tensor, in
+ * elements and in bytes and in any axis order, representable. `what`
+ * starts the message (the value or tensor it is about); on failure they
+ * return `status` with a message naming the numbers, e.g.
+ * "%x: extent product 4611686018427387904 x 4 overflows int64".
+ */
+
+/* *out = a * b for a, b >= 0; false (and *out unspecified) on overflow. */
+bool fz_size_mul(int64_t a, int64_t b, int64_t *out);
+/* The element count (0 when a size is 0) and byte size of a tensor of
+ * `dtype` and these sizes; either out pointer may be NULL. Fails for a
+ * negative size, or when the product of the nonzero sizes, or that times
+ * the element size, overflows int64. */
+fz_status fz_size_of(int rank, const int64_t *sizes, fz_dtype dtype,
+                     const char *what, fz_status status, int64_t *elements,
+                     int64_t *bytes, fz_error *err);
+/* The number of elements a strided view reaches, 1 + sum of (size - 1) *
+ * |stride| (0 when a size is 0); fails for a negative size or when that
+ * span, or the span in bytes, overflows int64. */
+fz_status fz_size_span(int rank, const int64_t *sizes, const int64_t *strides,
+                       fz_dtype dtype, const char *what, fz_status status,
+                       int64_t *elements, fz_error *err);
+/* The run-time sizes of a type's logical axes, with symbol s at
+ * symbol_values[s] (which may be NULL when the type has no symbolic
+ * extent), checked as by fz_size_of; elements and bytes may be NULL. */
+fz_status fz_type_sizes(const fz_type *type, const int64_t *symbol_values,
+                        const char *what, fz_status status,
+                        int64_t sizes[FZ_MAX_RANK], int64_t *elements,
+                        int64_t *bytes, fz_error *err);
+/* fz_type_sizes for every input and op result of the fusion under these
+ * symbol values (one per symbol that a value uses): what a binding of
+ * run-time sizes must pass before anything is laid out, allocated or
+ * scheduled. The message names the value. */
+fz_status fz_check_sizes(const fz_fusion *fusion, const int64_t *symbol_values,
+                         fz_status status, fz_error *err);
+
 /* ---- values and ops ----------------------------------------------------- */
 
 typedef enum fz_value_kind {

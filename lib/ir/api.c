@@ -130,6 +130,20 @@ static fz_status check_extents(const fz_fusion *f, const char *what,
   return FZ_OK;
 }
 
+/* The constant entries' product, in bytes, fits int64 (size.c), checked
+ * before any symbol is created. */
+static fz_status check_constant_size(fz_dtype dtype, int rank,
+                                     const int64_t *extents, const char *what,
+                                     fz_error *err) {
+  int64_t constants[FZ_MAX_RANK];
+  int n = 0;
+  for (int i = 0; i < rank; i++)
+    if (extents[i] >= 0)
+      constants[n++] = extents[i];
+  return fz_size_of(n, constants, dtype, what, FZ_ERR_INVALID, NULL, NULL,
+                    err);
+}
+
 /* The extent of an entry already checked; may create a symbol. */
 static fz_extent make_extent(fz_fusion *f, int64_t e, const char *sym) {
   if (e >= 0)
@@ -170,7 +184,8 @@ static fz_value *add_input(fz_fusion *f, const char *name, fz_dtype dtype,
     return NULL;
   if (name && check_value_name(f, name, NULL, err))
     return NULL;
-  if (check_extents(f, what, rank, extents, symbols, NEW_SYMBOLS, err))
+  if (check_extents(f, what, rank, extents, symbols, NEW_SYMBOLS, err) ||
+      check_constant_size(dtype, rank, extents, what, err))
     return NULL;
   fz_type t = {.dtype = dtype, .rank = rank, .has_layout = true};
   for (int i = 0; i < rank; i++) {

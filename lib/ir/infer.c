@@ -81,6 +81,21 @@ static fz_status check_extent(const fz_fusion *f, fz_extent e,
   return FZ_OK;
 }
 
+/* The constant extents must leave room for any symbol values: their
+ * product, in bytes, fits int64 (size.c). */
+static fz_status check_constant_size(const fz_type *t, const char *what,
+                                     fz_error *err) {
+  int64_t constants[FZ_MAX_RANK];
+  int n = 0;
+  for (int i = 0; i < t->rank; i++) {
+    fz_extent e = fz_axis_extent(&t->axes[i]);
+    if (e.symbol < 0)
+      constants[n++] = e.value;
+  }
+  return fz_size_of(n, constants, t->dtype, what, FZ_ERR_INVALID, NULL, NULL,
+                    err);
+}
+
 fz_status fz_check_type(const fz_fusion *f, const fz_type *t,
                         const char *what, fz_error *err) {
   if ((unsigned)t->dtype >= FZ_NUM_DTYPES)
@@ -123,7 +138,7 @@ fz_status fz_check_type(const fz_fusion *f, const fz_type *t,
                           (int)a->kind);
     }
   }
-  return FZ_OK;
+  return check_constant_size(t, what, err);
 }
 
 fz_status fz_check_layout(const fz_type *t, const char *what, fz_error *err) {
@@ -452,13 +467,10 @@ static count count_elements(const fz_type *t) {
   count n = {.constant = 1};
   for (int i = 0; i < t->rank; i++) {
     fz_extent e = fz_axis_extent(&t->axes[i]);
-    if (e.symbol >= 0) {
+    if (e.symbol >= 0)
       n.symbols[n.num_symbols++] = e.symbol;
-    } else if (e.value != 0 && n.constant > INT64_MAX / e.value) {
+    else if (!fz_size_mul(n.constant, e.value, &n.constant))
       n.overflow = true;
-    } else {
-      n.constant *= e.value;
-    }
   }
   qsort(n.symbols, (size_t)n.num_symbols, sizeof n.symbols[0], cmp_i32);
   return n;
@@ -555,11 +567,13 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
   if (!attrs)
     attrs = &none;
   fz_value *a = num_operands > 0 ? operands[0] : NULL;
+  fz_status st = FZ_OK;
   switch (info->kind) {
   case FZ_KIND_UNARY:
   case FZ_KIND_BINARY:
   case FZ_KIND_TERNARY:
-    return infer_pointwise(&c, code, num_operands, operands, out);
+    st = infer_pointwise(&c, code, num_operands, operands, out);
+    break;
   case FZ_KIND_CAST: {
     if (!attrs->shape)
       return fail(&c, "needs a target dtype (attrs->shape is NULL)");
@@ -570,24 +584,39 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
     break;
   }
   case FZ_KIND_REDUCTION:
-    return infer_reduction(&c, code, a, attrs, out);
+    st = infer_reduction(&c, code, a, attrs, out);
+    break;
   case FZ_KIND_BROADCAST:
-    return infer_broadcast(&c, a, attrs, out);
+    st = infer_broadcast(&c, a, attrs, out);
+    break;
   case FZ_KIND_SQUEEZE:
-    return infer_squeeze(&c, a, attrs, out);
+    st = infer_squeeze(&c, a, attrs, out);
+    break;
   case FZ_KIND_EXPAND:
-    return infer_expand(&c, a, attrs, out);
+    st = infer_expand(&c, a, attrs, out);
+    break;
   case FZ_KIND_PERMUTE:
-    return infer_permute(&c, a, attrs, out);
+    st = infer_permute(&c, a, attrs, out);
+    break;
   case FZ_KIND_RESHAPE:
-    return infer_reshape(&c, a, attrs, out);
+    st = infer_reshape(&c, a, attrs, out);
+    break;
   case FZ_KIND_SET:
     *out = a->type;
     break;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
-    return infer_full(&c, code, attrs, out);
+    st = infer_full(&c, code, attrs, out);
+    break;
   }
+  if (st)
+    return st;
+  /* Operands of checked sizes can still meet in a larger result (an
+   * [N, b1] and a [b1, M] operand give [N, M]), and a cast widens. */
+  char what[96];
+  snprintf(what, sizeof what, "%s: result", info->name);
+  if ((st = check_constant_size(out, what, err)))
+    return st;
   /* Results start without a declared layout. */
   out->has_layout = false;
   memset(out->alloc_order, 0, sizeof out->alloc_order);

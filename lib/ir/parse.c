@@ -266,7 +266,7 @@ static bool count_axes(count *n, const fz_axis *axes, int rank, int skip) {
     fz_extent e = fz_axis_extent(&axes[i]);
     if (e.symbol >= 0)
       n->symbols[n->num_symbols++] = e.symbol;
-    else if (__builtin_mul_overflow(n->constant, e.value, &n->constant))
+    else if (!fz_size_mul(n->constant, e.value, &n->constant))
       return false;
   }
   return true;
@@ -926,6 +926,13 @@ static fz_status parse_argument(parser *p) {
     return st;
   fz_type t = make_type(p, &declared);
   t.has_layout = true; /* row-major unless declared otherwise */
+  char what[64];
+  fz_error why = {0};
+  snprintf(what, sizeof what, "%.*s",
+           (int)(name->length > 40 ? 40 : name->length), text_of(p, name));
+  if (fz_check_type(p->f, &t, what, &why) != FZ_OK)
+    return fz_diag(p->err, why.status, p->src, declared.tok, "%s",
+                   why.message);
   return define(p, name, fz_add_input(p->f, NULL, &t));
 }
 

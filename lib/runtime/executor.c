@@ -108,13 +108,6 @@ static unsigned alignment_of(uint64_t ptr) {
   return a;
 }
 
-static int64_t numel(const fz_device_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++)
-    n *= t->sizes[i];
-  return n;
-}
-
 static fz_status check_tensor(const fz_device_tensor *t, const fz_value *v,
                               const char *what, fz_error *err) {
   char label[64];
@@ -138,8 +131,17 @@ static fz_status check_tensor(const fz_device_tensor *t, const fz_value *v,
                           "strides are not supported",
                           what, label, i, (long long)t->strides[i]);
   }
+  /* Offsets up to the span, in bytes, must fit the kernels' int64
+   * arithmetic: this is where a caller's sizes and strides enter. */
+  char whose[96];
+  snprintf(whose, sizeof whose, "%s %s", what, label);
+  int64_t span;
+  fz_status st = fz_size_span(t->rank, t->sizes, t->strides, t->dtype, whose,
+                              FZ_ERR_ARGUMENT, &span, err);
+  if (st)
+    return st;
   size_t esize = fz_dtype_size(t->dtype);
-  if (numel(t) > 0 && t->data == 0)
+  if (span > 0 && t->data == 0)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "%s %s: data is NULL", what,
                         label);
   if (t->data % esize != 0)
@@ -166,7 +168,8 @@ static bool non_overlapping(const fz_device_tensor *t) {
   for (int i = 0; i < n; i++) {
     if (t->strides[idx[i]] < span)
       return false;
-    span = t->strides[idx[i]] * t->sizes[idx[i]];
+    if (!fz_size_mul(t->strides[idx[i]], t->sizes[idx[i]], &span))
+      span = INT64_MAX; /* past the checked span: nothing may follow */
   }
   return true;
 }
@@ -352,9 +355,13 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
   for (int i = 0; i < num_outputs && st == FZ_OK; i++) {
     if (outputs[i].data != 0)
       continue;
-    size_t bytes = (size_t)numel(&out[i]) * fz_dtype_size(out[i].dtype);
+    int64_t bytes = 0;
+    st = fz_size_of(out[i].rank, out[i].sizes, out[i].dtype,
+                    value_label(f->outputs[i], label, sizeof label),
+                    FZ_ERR_ARGUMENT, NULL, &bytes, err);
     CUdeviceptr p = 0;
-    st = fz_device_alloc(ex->device, bytes ? bytes : 1, &p, err);
+    if (st == FZ_OK)
+      st = fz_device_alloc(ex->device, bytes ? (size_t)bytes : 1, &p, err);
     out[i].data = p;
     if (st == FZ_OK)
       allocated[num_allocated++] = i;

@@ -412,6 +412,28 @@ START_TEST(built_fusion_round_trips_through_text) {
 }
 END_TEST
 
+/* ---- sizes and values out of range ---- */
+
+START_TEST(input_extents_must_fit_int64) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  snapshot before = snap(f);
+  const int64_t e[3] = {INT64_C(1) << 62, SYM, 4};
+  const char *s[3] = {NULL, "N", NULL};
+  ck_assert_ptr_null(
+      fz_fusion_add_tensor(f, "x", FZ_F32, 3, e, s, NULL, NULL, &err));
+  ck_assert_err(err, "input %x: extent product 4611686018427387904 x 4 "
+                     "overflows int64");
+  ck_assert_unchanged(f, before); /* symbol N was not created */
+  const int64_t bytes[1] = {INT64_C(1) << 61};
+  ck_assert_ptr_null(
+      fz_fusion_add_tensor(f, NULL, FZ_F64, 1, bytes, NULL, NULL, NULL, &err));
+  ck_assert_err(err, "2305843009213693952 elements x 8 bytes overflows int64");
+  ck_assert_unchanged(f, before);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -428,6 +450,7 @@ static Suite *make(void) {
   tcase_add_test(tc, reading_the_interface);
   tcase_add_test(tc, naming_values);
   tcase_add_test(tc, built_fusion_round_trips_through_text);
+  tcase_add_test(tc, input_extents_must_fit_int64);
   suite_add_tcase(s, tc);
   return s;
 }

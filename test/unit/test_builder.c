@@ -641,6 +641,43 @@ START_TEST(set_layout_rejects_non_permutations) {
 }
 END_TEST
 
+/* ---- sizes ---- */
+
+START_TEST(constant_sizes_must_fit_int64) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  /* a shape attribute: 2^62 x 4 elements */
+  fz_type huge = ts(f, "f32[4611686018427387904, 4]");
+  int ops = f->num_ops, ids = f->next_value_id;
+  ck_assert_ptr_null(fz_full(f, &huge, (fz_scalar){.f = 0}, &err));
+  ck_assert_err(err, "full: result shape: extent product 4611686018427387904 "
+                     "x 4 overflows int64");
+  /* 2^61 elements fit, 2^64 bytes of f64 do not */
+  fz_type wide = ts(f, "f64[2305843009213693952, N]");
+  ck_assert_ptr_null(fz_full(f, &wide, (fz_scalar){.f = 0}, &err));
+  ck_assert_err(err, "2305843009213693952 elements x 8 bytes overflows int64");
+  ck_assert_int_eq(f->num_ops, ops);
+  ck_assert_int_eq(f->next_value_id, ids);
+
+  /* Operands that fit can meet in a result that does not. */
+  fz_value *col = ts_input(f, "col", "f32[1099511627776, b1]");
+  fz_value *row = ts_input(f, "row", "f32[b1, 1099511627776]");
+  ck_assert_ptr_null(fz_binary(f, FZ_OP_ADD, col, row, &err));
+  ck_assert_err(err, "add: result: extent product 1099511627776 x "
+                     "1099511627776 overflows int64");
+  /* ... and a cast can widen past it. */
+  fz_value *bytes = ts_input(f, "bytes", "i8[4611686018427387904]");
+  ck_assert_ptr_null(fz_cast(f, bytes, FZ_F32, &err));
+  ck_assert_err(err, "cast: result: 4611686018427387904 elements x 4 bytes "
+                     "overflows int64");
+  /* An empty tensor still needs its other strides to fit. */
+  fz_type empty = ts(f, "f32[0, 4611686018427387904, 4]");
+  ck_assert_ptr_null(fz_full(f, &empty, (fz_scalar){.f = 0}, &err));
+  ck_assert_err(err, "overflows int64");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("builder");
   TCase *tc = tcase_create("builder");
@@ -680,6 +717,7 @@ static Suite *make(void) {
   tcase_add_test(tc, iota_defaults_and_rules);
   tcase_add_test(tc, set_layout_declares_result_layout);
   tcase_add_test(tc, set_layout_rejects_non_permutations);
+  tcase_add_test(tc, constant_sizes_must_fit_int64);
   suite_add_tcase(s, tc);
   return s;
 }

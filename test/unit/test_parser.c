@@ -799,6 +799,41 @@ START_TEST(builder_made_fusion_gets_fresh_numbers) {
 }
 END_TEST
 
+/* ---- sizes, number ranges and negative axes ---- */
+
+START_TEST(extent_products_must_fit_int64) {
+  expect_error_status(
+      "fusion @f(%x: f32[4611686018427387904, 4]) {\n  return %x\n}\n",
+      FZ_ERR_INVALID,
+      "test.fz:1:15: error: %x: extent product 4611686018427387904 x 4 "
+      "overflows int64");
+  /* elements fit, bytes do not */
+  expect_error_status(
+      "fusion @f(%x: f32[N, 2305843009213693952]) {\n  return %x\n}\n",
+      FZ_ERR_INVALID,
+      "test.fz:1:15: error: %x: 2305843009213693952 elements x 4 bytes "
+      "overflows int64");
+  /* operands that fit meeting in a result that does not */
+  expect_error_status(
+      "fusion @f(%a: f32[1099511627776, b1], %b: f32[b1, 1099511627776]) {\n"
+      "  %y = add %a, %b : f32[1099511627776, 1099511627776]\n"
+      "  return %y\n}\n",
+      FZ_ERR_INVALID,
+      "test.fz:2:3: error: add: result: extent product 1099511627776 x "
+      "1099511627776 overflows int64");
+  expect_error_status("fusion @f() {\n"
+                      "  %y = full 0 : i8[N, 4611686018427387904, 2]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_INVALID,
+                      "test.fz:2:3: error: full: result shape: extent "
+                      "product 4611686018427387904 x 2 overflows int64");
+  /* The largest sizes that fit are fine. */
+  fz_fusion *f = test_parse("fusion @f(%x: i8[4611686018427387903, 2]) {\n"
+                            "  return %x\n}\n");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *parser_suite(void) {
   Suite *s = suite_create("parser");
   TCase *errors = tcase_create("errors");
@@ -815,6 +850,7 @@ static Suite *parser_suite(void) {
   tcase_add_test(errors, parse_at_numbers_lines_from_first_line);
   tcase_add_test(errors, bad_arguments);
   tcase_add_test(errors, length_bounds_the_text);
+  tcase_add_test(errors, extent_products_must_fit_int64);
   suite_add_tcase(s, errors);
   TCase *built = tcase_create("built");
   tcase_add_test(built, symbols_are_shared_by_name);
