@@ -218,6 +218,9 @@ typedef union fz_scalar {
 
 struct fz_value {
   fz_value_kind kind;
+  /* The fusion whose arena holds the value: the builder refuses operands
+   * and outputs of any other (they would dangle once it is destroyed). */
+  const fz_fusion *owner;
   int id;           /* unique within the fusion, in creation order */
   const char *name; /* text name without '%'; NULL: printer numbers it */
   fz_type type;
@@ -273,6 +276,9 @@ fz_extent fz_symbol_extent(int32_t symbol);
  * fz_type_set_row_major). name may be NULL. */
 fz_value *fz_add_input(fz_fusion *fusion, const char *name,
                        const fz_type *type);
+/* Appends an output: an input or op result of this fusion.
+ * FZ_ERR_ARGUMENT for NULL or a value of another fusion, FZ_ERR_INVALID
+ * for a literal. */
 fz_status fz_add_output(fz_fusion *fusion, fz_value *value, fz_error *err);
 /* Replace every use of `from` (operands and outputs) by `to`. */
 void fz_replace_uses(fz_fusion *fusion, fz_value *from, fz_value *to);
@@ -287,13 +293,16 @@ int fz_remove_dead_ops(fz_fusion *fusion);
  *
  *  Ownership: values and ops are allocated in the fusion's arena; the
  *  returned fz_value * stays valid until fz_fusion_destroy and is never
- *  freed on its own. Operands must belong to the same fusion. Attribute
- *  structs and arrays passed in (fz_attrs, dims, perm, shape types) are
- *  copied: the caller may reuse or free them after the call.
+ *  freed on its own. Operands must belong to the same fusion: a value
+ *  records its fusion (fz_value.owner), and an operand of another one is
+ *  refused with FZ_ERR_ARGUMENT. Attribute structs and arrays passed in
+ *  (fz_attrs, dims, perm, shape types) are copied: the caller may reuse
+ *  or free them after the call.
  *
  *  Errors: a call that cannot build its op returns NULL and fills err
  *  (FZ_ERR_INVALID, the message starting with the op's keyword, e.g.
- *  "add: operand 1 axis 0 has extent M but operand 0 has extent N"). A
+ *  "add: operand 1 axis 0 has extent M but operand 0 has extent N";
+ *  FZ_ERR_ARGUMENT for a NULL fusion or another fusion's operand). A
  *  failed call leaves the fusion exactly as it was: no op, no value, no
  *  value id consumed. err may be NULL. Nothing aborts on bad arguments
  *  (NULL operands, out-of-range dims or opcodes are errors).

@@ -293,12 +293,24 @@ fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
   return fz_reduce(f, (fz_opcode)code, a, num_dims, sorted, keepdim, err);
 }
 
+/* Checks what every call that reads its operand before fz_build needs. */
+static bool check_operand(const fz_fusion *f, const fz_value *a,
+                          const char *op, fz_error *err) {
+  if (!f)
+    fz_error_set(err, FZ_ERR_ARGUMENT, "%s: fusion is NULL", op);
+  else if (!a)
+    fz_error_set(err, FZ_ERR_INVALID, "%s: operand is NULL", op);
+  else if (a->owner != f)
+    fz_error_set(err, FZ_ERR_ARGUMENT,
+                 "%s: the operand belongs to another fusion, not @%s", op,
+                 f->name);
+  return f && a && a->owner == f;
+}
+
 fz_value *fz_build_expand(fz_fusion *f, fz_value *a, const int64_t *extents,
                           const char *const *symbols, fz_error *err) {
-  if (!a) {
-    fz_error_set(err, FZ_ERR_INVALID, "expand: operand is NULL");
+  if (!check_operand(f, a, "expand", err))
     return NULL;
-  }
   int rank = a->type.rank;
   if (rank > 0 && !extents) {
     fz_error_set(err, FZ_ERR_INVALID, "expand: extents is NULL");
@@ -355,10 +367,8 @@ static bool target_type(fz_fusion *f, const char *what, fz_dtype dtype,
 fz_value *fz_build_reshape(fz_fusion *f, fz_value *a, int rank,
                            const int64_t *extents, const char *const *symbols,
                            fz_error *err) {
-  if (!a) {
-    fz_error_set(err, FZ_ERR_INVALID, "reshape: operand is NULL");
+  if (!check_operand(f, a, "reshape", err))
     return NULL;
-  }
   fz_type target;
   if (!target_type(f, "reshape: target", a->type.dtype, rank, extents,
                    symbols, &target, err))
@@ -444,6 +454,11 @@ fz_status fz_value_set_name(fz_fusion *f, fz_value *v, const char *name,
   if (!f || !v)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "fz_value_set_name: fusion or value is NULL");
+  if (v->owner != f)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_value_set_name: the value belongs to another "
+                        "fusion, not @%s",
+                        f->name);
   if (v->kind == FZ_VALUE_LITERAL)
     return fz_error_set(err, FZ_ERR_INVALID, "a literal cannot be named");
   if (!name) {
@@ -469,6 +484,11 @@ fz_status fz_value_axis(const fz_fusion *f, const fz_value *v, int axis,
   if (!f || !v)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "fz_value_axis: fusion or value is NULL");
+  if (v->owner != f)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_value_axis: the value belongs to another fusion, "
+                        "not @%s",
+                        f->name);
   if (axis < 0 || axis >= v->type.rank)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "fz_value_axis: axis %d is out of range for rank %d",

@@ -38,13 +38,26 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
   static const fz_attrs none;
   if (!attrs)
     attrs = &none;
-  if (num_operands < 0 || num_operands > 3) {
-    fz_error_set(err, FZ_ERR_INVALID, "%s: %d operands is not supported",
-                 (unsigned)code < FZ_NUM_OPCODES ? fz_op_table[code].name
-                                                 : "op",
-                 num_operands);
+  const char *name =
+      (unsigned)code < FZ_NUM_OPCODES ? fz_op_table[code].name : "op";
+  if (!f) {
+    fz_error_set(err, FZ_ERR_ARGUMENT, "%s: fusion is NULL", name);
     return NULL;
   }
+  if (num_operands < 0 || num_operands > 3 || (num_operands && !operands)) {
+    fz_error_set(err, FZ_ERR_INVALID, "%s: %d operands is not supported",
+                 name, num_operands);
+    return NULL;
+  }
+  /* O(1): a value knows its fusion. Another fusion's value would dangle
+   * once that fusion is destroyed. */
+  for (int k = 0; k < num_operands; k++)
+    if (operands[k] && operands[k]->owner != f) {
+      fz_error_set(err, FZ_ERR_ARGUMENT,
+                   "%s: operand %d belongs to another fusion, not @%s", name,
+                   k, f->name);
+      return NULL;
+    }
   fz_type type;
   if (fz_infer_type(f, code, num_operands, operands, attrs, &type, err))
     return NULL;
@@ -78,6 +91,7 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
 
   fz_value *v = fz_arena_alloc(f->arena, sizeof *v);
   v->kind = FZ_VALUE_RESULT;
+  v->owner = f;
   v->id = f->next_value_id++;
   v->type = type;
   v->def = op;
@@ -89,8 +103,11 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
 /* Literals are weak scalars (PyTorch's Python numbers): f64, i64 or bool,
  * rank 0. They are not listed in the fusion; ops point at them. */
 static fz_value *literal(fz_fusion *f, fz_dtype dtype, fz_scalar value) {
+  if (!f)
+    return NULL;
   fz_value *v = fz_arena_alloc(f->arena, sizeof *v);
   v->kind = FZ_VALUE_LITERAL;
+  v->owner = f;
   v->id = f->next_value_id++;
   v->type.dtype = dtype;
   fz_type_set_row_major(&v->type);

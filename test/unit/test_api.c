@@ -412,6 +412,75 @@ START_TEST(built_fusion_round_trips_through_text) {
 }
 END_TEST
 
+/* ---- values of another fusion ---- */
+
+#define ck_assert_foreign(err)                                                 \
+  do {                                                                         \
+    ck_assert_int_eq((err).status, FZ_ERR_ARGUMENT);                           \
+    ck_assert_msg(strstr((err).message, "belongs to another fusion"),          \
+                  "message: %s", (err).message);                               \
+  } while (0)
+
+START_TEST(values_of_another_fusion_are_refused) {
+  fz_fusion *a = fz_fusion_create("a"), *b = fz_fusion_create("b");
+  fz_error err = {0};
+  fz_value *x = input_nk(a, "x");
+  fz_value *y = input_nk(b, "y");
+  snapshot before = snap(b);
+  ck_assert_ptr_null(fz_build_pointwise(b, "exp", 1, &x, &err));
+  ck_assert_foreign(err);
+  ck_assert_ptr_null(
+      fz_build_pointwise(b, "add", 2, (fz_value *const[]){y, x}, &err));
+  ck_assert_foreign(err);
+  const int last[1] = {-1};
+  ck_assert_ptr_null(fz_build_reduction(b, "sum", x, 1, last, false, &err));
+  ck_assert_foreign(err);
+  const int64_t keep[2] = {SYM, SYM};
+  ck_assert_ptr_null(fz_build_expand(b, x, keep, NULL, &err));
+  ck_assert_foreign(err);
+  const int64_t nk[2] = {SYM, SYM};
+  const char *names[2] = {"N", "K"};
+  ck_assert_ptr_null(fz_build_reshape(b, x, 2, nk, names, &err));
+  ck_assert_foreign(err);
+  ck_assert_int_eq(fz_add_output(b, x, &err), FZ_ERR_ARGUMENT);
+  ck_assert_int_eq(fz_value_set_name(b, x, "z", &err), FZ_ERR_ARGUMENT);
+  ck_assert_str_eq(x->name, "x");
+  ck_assert_int_eq(fz_value_axis(b, x, 0, NULL, NULL, NULL, &err),
+                   FZ_ERR_ARGUMENT);
+  ck_assert_unchanged(b, before);
+  ck_assert_int_eq(b->num_outputs, 0);
+
+  /* b holds nothing of a: once a is gone, b still prints and verifies
+   * (under ASan, without reading freed memory). */
+  fz_fusion_destroy(a);
+  fz_value *e = ok(fz_build_pointwise(b, "exp", 1, &y, &err), &err);
+  ck_assert_int_eq(fz_add_output(b, e, &err), FZ_OK);
+  char *text = fz_print(b);
+  ck_assert_ptr_nonnull(text);
+  free(text);
+  ck_assert_int_eq(fz_verify(b, &err), FZ_OK);
+  fz_fusion_destroy(b);
+}
+END_TEST
+
+START_TEST(null_fusion_is_an_argument_error) {
+  fz_fusion *a = fz_fusion_create("a");
+  fz_error err = {0};
+  fz_value *x = input_nk(a, "x");
+  ck_assert_ptr_null(fz_build_pointwise(NULL, "exp", 1, &x, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  const int64_t e[1] = {4};
+  ck_assert_ptr_null(fz_build_expand(NULL, x, e, NULL, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  ck_assert_ptr_null(fz_build_reshape(NULL, x, 1, e, NULL, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  const int d[1] = {0};
+  ck_assert_ptr_null(fz_build_reduction(NULL, "sum", x, 1, d, false, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  fz_fusion_destroy(a);
+}
+END_TEST
+
 /* ---- sizes and values out of range ---- */
 
 START_TEST(input_extents_must_fit_int64) {
@@ -450,6 +519,8 @@ static Suite *make(void) {
   tcase_add_test(tc, reading_the_interface);
   tcase_add_test(tc, naming_values);
   tcase_add_test(tc, built_fusion_round_trips_through_text);
+  tcase_add_test(tc, values_of_another_fusion_are_refused);
+  tcase_add_test(tc, null_fusion_is_an_argument_error);
   tcase_add_test(tc, input_extents_must_fit_int64);
   suite_add_tcase(s, tc);
   return s;

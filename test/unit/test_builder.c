@@ -641,6 +641,76 @@ START_TEST(set_layout_rejects_non_permutations) {
 }
 END_TEST
 
+/* ---- operands of another fusion ---- */
+
+/* A refused call: NULL, FZ_ERR_ARGUMENT naming the cause, nothing added. */
+static void expect_refused(fz_fusion *f, fz_value *v, const fz_error *err,
+                           int num_ops, int next_id) {
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(err->status, FZ_ERR_ARGUMENT);
+  ck_assert_msg(strstr(err->message, "belongs to another fusion, not @b"),
+                "message: %s", err->message);
+  ck_assert_int_eq(f->num_ops, num_ops);
+  ck_assert_int_eq(f->next_value_id, next_id);
+}
+
+START_TEST(operands_of_another_fusion_are_refused) {
+  fz_fusion *a = fz_fusion_create("a"), *b = fz_fusion_create("b");
+  fz_value *x = ts_input(a, "x", "f32[4, 1]");
+  fz_value *lit = fz_literal_float(a, 2.0);
+  fz_value *y = ts_input(b, "y", "f32[4, 1]");
+  fz_error err = {0};
+  fz_value *own = ok(fz_unary(b, FZ_OP_NEG, y, &err), &err);
+  int ops = b->num_ops, ids = b->next_value_id;
+  expect_refused(b, fz_unary(b, FZ_OP_EXP, x, &err), &err, ops, ids);
+  expect_refused(b, fz_binary(b, FZ_OP_ADD, y, x, &err), &err, ops, ids);
+  expect_refused(b, fz_binary(b, FZ_OP_MUL, y, lit, &err), &err, ops, ids);
+  expect_refused(b, fz_ternary(b, FZ_OP_FMA, y, y, x, &err), &err, ops, ids);
+  expect_refused(b, fz_cast(b, x, FZ_F16, &err), &err, ops, ids);
+  int d0[] = {0}, d1[] = {1}, perm[] = {1, 0};
+  expect_refused(b, fz_reduce(b, FZ_OP_SUM, x, 1, d0, false, &err), &err, ops,
+                 ids);
+  expect_refused(b, fz_broadcast(b, x, 1, d0, &err), &err, ops, ids);
+  expect_refused(b, fz_squeeze(b, x, 1, d1, &err), &err, ops, ids);
+  expect_refused(b, fz_permute(b, x, perm, &err), &err, ops, ids);
+  expect_refused(b, fz_set(b, x, &err), &err, ops, ids);
+  fz_type same = x->type;
+  expect_refused(b, fz_expand(b, x, &same, &err), &err, ops, ids);
+  expect_refused(b, fz_reshape(b, x, &same, &err), &err, ops, ids);
+  fz_value *operands[1] = {x};
+  expect_refused(b, fz_build(b, FZ_OP_ABS, 1, operands, NULL, &err), &err,
+                 ops, ids);
+
+  ck_assert_int_eq(fz_add_output(b, x, &err), FZ_ERR_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "belongs to another fusion"), "%s",
+                err.message);
+  ck_assert_int_eq(b->num_outputs, 0);
+  ck_assert_int_eq(fz_add_output(b, own, &err), FZ_OK);
+
+  /* Nothing of a is left in b: printing it after a is gone reads no freed
+   * memory (ASan checks this). */
+  fz_fusion_destroy(a);
+  char *text = fz_print(b);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_msg(strstr(text, "%x") == NULL, "%s", text);
+  free(text);
+  ck_assert_int_eq(fz_verify(b, &err), FZ_OK);
+  fz_fusion_destroy(b);
+}
+END_TEST
+
+START_TEST(null_fusion_is_an_argument_error) {
+  fz_fusion *a = fz_fusion_create("a");
+  fz_value *x = ts_input(a, "x", "f32[4]");
+  fz_error err = {0};
+  ck_assert_ptr_null(fz_unary(NULL, FZ_OP_EXP, x, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  ck_assert_ptr_null(fz_literal_int(NULL, 1));
+  ck_assert_int_eq(fz_add_output(NULL, x, &err), FZ_ERR_ARGUMENT);
+  fz_fusion_destroy(a);
+}
+END_TEST
+
 /* ---- sizes ---- */
 
 START_TEST(constant_sizes_must_fit_int64) {
@@ -717,6 +787,8 @@ static Suite *make(void) {
   tcase_add_test(tc, iota_defaults_and_rules);
   tcase_add_test(tc, set_layout_declares_result_layout);
   tcase_add_test(tc, set_layout_rejects_non_permutations);
+  tcase_add_test(tc, operands_of_another_fusion_are_refused);
+  tcase_add_test(tc, null_fusion_is_an_argument_error);
   tcase_add_test(tc, constant_sizes_must_fit_int64);
   suite_add_tcase(s, tc);
   return s;
