@@ -474,14 +474,18 @@ fz_value *fz_build_reshape(fz_fusion *fusion, fz_value *a, int rank,
                            const int64_t *extents, const char *const *symbols,
                            fz_error *err);
 /* A tensor of `dtype` and extents (as for reshape; rank 0 allowed) filled
- * with `value`, which must be integral for integer dtypes (bool: nonzero
- * is true). */
+ * with `value`, which for an integer dtype must be integral and in its
+ * range (else FZ_ERR_INVALID naming the range, as PyTorch refuses
+ * torch.full((4,), 300, dtype=torch.int8)); a float dtype takes any value
+ * by IEEE conversion (1e300 fills an f32 tensor with inf); bool: nonzero
+ * is true. */
 fz_value *fz_build_full(fz_fusion *fusion, fz_dtype dtype, int rank,
                         const int64_t *extents, const char *const *symbols,
                         double value, fz_error *err);
 /* A rank-1 tensor of `dtype` (not bool) of one axis (a constant extent,
  * or FZ_EXTENT_SYMBOL and an existing symbol name) holding start + i*step
- * (integral start and step for integer dtypes). */
+ * (for integer dtypes, start and step integral and in the dtype's range,
+ * as for fz_build_full). */
 fz_value *fz_build_iota(fz_fusion *fusion, fz_dtype dtype, int64_t extent,
                         const char *symbol, double start, double step,
                         fz_error *err);

@@ -50,6 +50,13 @@ _Noreturn void fz_die(const char *file, int line, const char *fmt, ...)
       FZ_DIE("check failed: %s", #cond);                                       \
   } while (0)
 
+/* The values an integer dtype holds ([0, 1] for bool); false for the
+ * float dtypes. */
+bool fz_dtype_int_range(fz_dtype dtype, int64_t *min, int64_t *max);
+/* FZ_OK when v fits an integer dtype (or bool, or any float dtype), else
+ * FZ_ERR_INVALID: "WHAT 300 is out of range of i8 [-128, 127]". */
+fz_status fz_check_int_in_dtype(int64_t v, fz_dtype dtype, const char *what,
+                                fz_error *err);
 /* Growable malloc'd string, for printers. */
 typedef struct fz_buf {
   char *data;
@@ -216,6 +223,17 @@ typedef union fz_scalar {
   int64_t i;  /* integer dtypes and bool (0/1) */
 } fz_scalar;
 
+/* (util.c) A number given as a double, as a scalar of the dtype's class
+ * (fill values, iota's start and step): .f as it is for float dtypes (it
+ * is rounded to the dtype, overflowing to inf, when the op computes, as
+ * PyTorch converts), .i = v != 0 for bool, and for integer dtypes an
+ * integral value in the dtype's range, else FZ_ERR_INVALID naming WHAT
+ * and the value ("is out of range of i8 [-128, 127]", "is not an
+ * integer"). */
+fz_status fz_scalar_of_double(double v, fz_dtype dtype, const char *what,
+                              fz_scalar *out, fz_error *err);
+
+
 struct fz_value {
   fz_value_kind kind;
   /* The fusion whose arena holds the value: the builder refuses operands
@@ -348,8 +366,11 @@ fz_value *fz_build(fz_fusion *fusion, fz_opcode code, int num_operands,
 
 /* Weakly typed scalar literals (PyTorch's Python numbers): f64, i64 or
  * bool, rank 0, kind FZ_VALUE_LITERAL. They are arena values usable as
- * operands of any op, but are not fusion inputs and cannot be outputs.
- * Never fail (arena allocation failure is fatal). */
+ * operands of any op of their fusion, but are not fusion inputs and
+ * cannot be outputs. An op whose operands convert to an integer dtype
+ * (i32[N] + 300 computes in i32) refuses an integer literal out of that
+ * dtype's range, as PyTorch does. NULL only for a NULL fusion (arena
+ * allocation failure is fatal). */
 fz_value *fz_literal_float(fz_fusion *fusion, double v);
 fz_value *fz_literal_int(fz_fusion *fusion, int64_t v);
 fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
@@ -372,7 +393,8 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  *    operand's (row-major element order, like torch.reshape);
  *  fz_set: a copy;
  *  fz_full: a tensor of `shape` filled with `fill` (.f for float dtypes,
- *    .i otherwise). */
+ *    .i otherwise; an integer dtype's fill must be in its range, bool's
+ *    0 or 1). */
 fz_value *fz_unary(fz_fusion *f, fz_opcode code, fz_value *a, fz_error *err);
 fz_value *fz_binary(fz_fusion *f, fz_opcode code, fz_value *a, fz_value *b,
                     fz_error *err);

@@ -15,7 +15,6 @@
  */
 #include "fz/ir.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,33 +375,14 @@ fz_value *fz_build_reshape(fz_fusion *f, fz_value *a, int rank,
   return fz_reshape(f, a, &target, err);
 }
 
-/* A double that must hold an integer of the dtype's class. */
-static bool integral(double v, const char *what, const char *which,
-                     fz_error *err) {
-  if (isfinite(v) && v == floor(v) && fabs(v) <= 9.2e18)
-    return true;
-  fz_error_set(err, FZ_ERR_INVALID,
-               "%s: %s %g is not an integer, as an integer dtype needs", what,
-               which, v);
-  return false;
-}
-
 fz_value *fz_build_full(fz_fusion *f, fz_dtype dtype, int rank,
                         const int64_t *extents, const char *const *symbols,
                         double value, fz_error *err) {
   fz_scalar fill;
-  if (dtype == FZ_BOOL) {
-    fill.i = value != 0;
-  } else if (fz_dtype_is_integer(dtype)) {
-    if (!integral(value, "full", "value", err))
-      return NULL;
-    fill.i = (int64_t)value;
-  } else {
-    fill.f = value;
-  }
   fz_type shape;
   if (!target_type(f, "full: shape", dtype, rank, extents, symbols, &shape,
-                   err))
+                   err) ||
+      fz_scalar_of_double(value, dtype, "full: fill value", &fill, err))
     return NULL;
   return fz_full(f, &shape, fill, err);
 }
@@ -411,19 +391,13 @@ fz_value *fz_build_iota(fz_fusion *f, fz_dtype dtype, int64_t extent,
                         const char *symbol, double start, double step,
                         fz_error *err) {
   fz_attrs attrs = {.has_iota_start = true, .has_iota_step = true};
-  if (fz_dtype_is_float(dtype)) {
-    attrs.iota_start.f = start;
-    attrs.iota_step.f = step;
-  } else {
-    if (!integral(start, "iota", "start", err) ||
-        !integral(step, "iota", "step", err))
-      return NULL;
-    attrs.iota_start.i = (int64_t)start;
-    attrs.iota_step.i = (int64_t)step;
-  }
   const char *symbols[1] = {symbol};
   fz_type shape;
-  if (!target_type(f, "iota: shape", dtype, 1, &extent, symbols, &shape, err))
+  if (!target_type(f, "iota: shape", dtype, 1, &extent, symbols, &shape,
+                   err) ||
+      fz_scalar_of_double(start, dtype, "iota: start", &attrs.iota_start,
+                          err) ||
+      fz_scalar_of_double(step, dtype, "iota: step", &attrs.iota_step, err))
     return NULL;
   attrs.shape = &shape;
   return fz_build(f, FZ_OP_IOTA, 0, NULL, &attrs, err);

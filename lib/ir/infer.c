@@ -292,6 +292,46 @@ static fz_status infer_pointwise_shape(infer_ctx *c, int n,
   return FZ_OK;
 }
 
+/* The dtype an op converts its literal operands to before computing (as
+ * the interpreter does): comparisons their promoted dtype, and/or/not and
+ * isnan none that could not hold a literal (they look at nonzero-ness or
+ * the value itself), every other op its result dtype. */
+static fz_dtype literal_target(fz_opcode code, fz_dtype promoted,
+                               fz_dtype result) {
+  switch (code) {
+  case FZ_OP_NOT:
+  case FZ_OP_AND:
+  case FZ_OP_OR:
+  case FZ_OP_ISNAN:
+    return FZ_F64;
+  default:
+    return fz_op_table[code].flags & FZ_F_TO_BOOL ? promoted : result;
+  }
+}
+
+/* An integer literal converted to an integer dtype must fit it: PyTorch
+ * refuses int8_tensor + 300 ("value cannot be converted to type int8_t
+ * without overflow") rather than wrap it. Float dtypes take any literal
+ * by IEEE conversion (1e300 in an f32 op is inf). */
+static fz_status check_literal_ranges(infer_ctx *c, fz_opcode code, int n,
+                                      fz_value *const *ops, fz_dtype promoted,
+                                      fz_dtype result) {
+  fz_dtype target = literal_target(code, promoted, result);
+  int64_t min, max;
+  if (!fz_dtype_is_integer(target) || !fz_dtype_int_range(target, &min, &max))
+    return FZ_OK;
+  for (int k = 0; k < n; k++) {
+    const fz_value *v = ops[k];
+    if (v->kind == FZ_VALUE_LITERAL && v->type.dtype == FZ_I64 &&
+        (v->literal.i < min || v->literal.i > max))
+      return fail(c,
+                  "operand %d, the literal %" PRId64 ", is out of range of "
+                  "%s [%" PRId64 ", %" PRId64 "], the dtype it computes in",
+                  k, v->literal.i, fz_dtype_name(target), min, max);
+  }
+  return FZ_OK;
+}
+
 static fz_status infer_pointwise(infer_ctx *c, fz_opcode code, int n,
                                  fz_value *const *ops, fz_type *out) {
   fz_status st = infer_pointwise_shape(c, n, ops, out);
@@ -313,7 +353,7 @@ static fz_status infer_pointwise(infer_ctx *c, fz_opcode code, int n,
     return fail(c, "subtraction of bool values is not supported (as in "
                    "PyTorch); use ne or a cast");
   out->dtype = fz_op_result_dtype(code, p);
-  return FZ_OK;
+  return check_literal_ranges(c, code, n, ops, p, out->dtype);
 }
 
 static fz_status infer_reduction(infer_ctx *c, fz_opcode code,
@@ -541,6 +581,24 @@ static fz_status infer_full(infer_ctx *c, fz_opcode code,
     if (s->axes[0].kind != FZ_AXIS_ITER)
       return fail(c, "result axis must not be a broadcast axis");
   }
+  /* Integer results hold their fill, start and step in their range
+   * (bool: 0 or 1); float ones convert them by IEEE rounding. */
+  char what[64];
+  if (code == FZ_OP_FULL) {
+    snprintf(what, sizeof what, "%s: fill value", c->op);
+    if (!fz_dtype_is_float(s->dtype))
+      st = fz_check_int_in_dtype(attrs->fill.i, s->dtype, what, c->err);
+  } else if (!fz_dtype_is_float(s->dtype)) {
+    snprintf(what, sizeof what, "%s: start", c->op);
+    if (attrs->has_iota_start)
+      st = fz_check_int_in_dtype(attrs->iota_start.i, s->dtype, what,
+                                  c->err);
+    snprintf(what, sizeof what, "%s: step", c->op);
+    if (!st && attrs->has_iota_step)
+      st = fz_check_int_in_dtype(attrs->iota_step.i, s->dtype, what, c->err);
+  }
+  if (st)
+    return st;
   out->dtype = s->dtype;
   out->rank = s->rank;
   memcpy(out->axes, s->axes, sizeof out->axes[0] * (size_t)s->rank);

@@ -639,24 +639,39 @@ static bool parse_literal(parser *p, plit *l) {
 }
 
 /* A literal as a value of the result's dtype class (full's fill value,
- * iota's start and step). */
+ * iota's start and step): any number for a float result (rounded to its
+ * dtype, overflowing to inf, as PyTorch converts), an integral number in
+ * range for an integer result (out of range is refused, as PyTorch
+ * refuses torch.full((4,), 300, dtype=torch.int8)), true or false for
+ * bool. */
 static fz_status literal_scalar(parser *p, const plit *l, fz_dtype dtype,
                                 const char *what, fz_scalar *out) {
-  if (fz_dtype_is_float(dtype)) {
-    if (l->kind == PL_BOOL)
-      return ERROR(p, l->tok, "%s of a %s result must be a number", what,
-                   fz_dtype_name(dtype));
-    out->f = l->kind == PL_INT ? (double)l->i : l->f;
-  } else if (fz_dtype_is_integer(dtype)) {
-    if (l->kind != PL_INT)
-      return ERROR(p, l->tok, "%s of a %s result must be an integer", what,
-                   fz_dtype_name(dtype));
-    out->i = l->i;
-  } else {
+  fz_error why = {0};
+  if (dtype == FZ_BOOL) {
     if (l->kind != PL_BOOL)
       return ERROR(p, l->tok, "%s of a bool result must be true or false",
                    what);
     out->i = l->i;
+    return FZ_OK;
+  }
+  if (l->kind == PL_BOOL)
+    return ERROR(p, l->tok, "%s of a %s result must be a number", what,
+                 fz_dtype_name(dtype));
+  if (l->kind == PL_FLOAT && fz_dtype_is_integer(dtype) &&
+      (isnan(l->f) || (isfinite(l->f) && l->f != floor(l->f))))
+    return ERROR(p, l->tok, "%s of a %s result must be an integer", what,
+                 fz_dtype_name(dtype));
+  fz_status st =
+      l->kind == PL_FLOAT
+          ? fz_scalar_of_double(l->f, dtype, what, out, &why)
+          : fz_check_int_in_dtype(l->i, dtype, what, &why);
+  if (st)
+    return ERROR(p, l->tok, "%s", why.message);
+  if (l->kind == PL_INT) {
+    if (fz_dtype_is_float(dtype))
+      out->f = (double)l->i;
+    else
+      out->i = l->i;
   }
   return FZ_OK;
 }

@@ -5,6 +5,8 @@
 #include "test_util.h"
 #include "type_spec.h"
 
+#include <math.h>
+
 typedef struct snapshot {
   int inputs, ops, symbols, next_id;
 } snapshot;
@@ -503,6 +505,37 @@ START_TEST(input_extents_must_fit_int64) {
 }
 END_TEST
 
+START_TEST(fill_values_follow_pytorch_ranges) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  const int64_t e[1] = {4};
+  snapshot before = snap(f);
+  ck_assert_ptr_null(fz_build_full(f, FZ_I8, 1, e, NULL, 300, &err));
+  ck_assert_err(err, "full: fill value 300 is out of range of i8 [-128, 127]");
+  ck_assert_ptr_null(fz_build_full(f, FZ_I32, 1, e, NULL, 1e300, &err));
+  ck_assert_err(err, "full: fill value 1e+300 is out of range of i32");
+  ck_assert_ptr_null(fz_build_full(f, FZ_I64, 1, e, NULL, 0x1p63, &err));
+  ck_assert_err(err, "is out of range of i64");
+  ck_assert_ptr_null(fz_build_full(f, FZ_I64, 1, e, NULL, NAN, &err));
+  ck_assert_err(err, "nan is not an integer");
+  ck_assert_ptr_null(fz_build_iota(f, FZ_I8, 4, NULL, 200, 1, &err));
+  ck_assert_err(err, "iota: start 200 is out of range of i8");
+  ck_assert_unchanged(f, before);
+  /* The most negative i64 is exact in a double, and fits. */
+  fz_value *m = ok(fz_build_full(f, FZ_I64, 1, e, NULL, -0x1p63, &err), &err);
+  ck_assert(m->def->fill.i == INT64_MIN);
+  /* A float dtype takes any number; 1e300 is inf once rounded to f32. */
+  fz_value *v = ok(fz_build_full(f, FZ_F32, 1, e, NULL, 1e300, &err), &err);
+  ck_assert_int_eq(fz_add_output(f, v, &err), FZ_OK);
+  float out[4] = {0};
+  fz_host_tensor t = {.dtype = FZ_F32, .rank = 1, .sizes = {4},
+                      .strides = {1}, .data = out};
+  ck_assert_int_eq(fz_interpret(f, NULL, 0, &t, 1, &err), FZ_OK);
+  ck_assert(isinf(out[0]) && out[0] > 0);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -522,6 +555,7 @@ static Suite *make(void) {
   tcase_add_test(tc, values_of_another_fusion_are_refused);
   tcase_add_test(tc, null_fusion_is_an_argument_error);
   tcase_add_test(tc, input_extents_must_fit_int64);
+  tcase_add_test(tc, fill_values_follow_pytorch_ranges);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -748,6 +748,66 @@ START_TEST(constant_sizes_must_fit_int64) {
 }
 END_TEST
 
+/* ---- literal ranges ---- */
+
+START_TEST(fill_and_iota_values_must_fit_integer_dtypes) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  fz_type i8 = ts(f, "i8[4]");
+  fz_attrs a = {.shape = &i8, .fill.i = INT64_MAX};
+  expect_build_error(f, FZ_OP_FULL, 0, NULL, &a,
+                     "full: fill value 9223372036854775807 is out of range "
+                     "of i8 [-128, 127]");
+  a.fill.i = -129;
+  expect_build_error(f, FZ_OP_FULL, 0, NULL, &a, "-129 is out of range of i8");
+  a.fill.i = -128;
+  ok(fz_build(f, FZ_OP_FULL, 0, NULL, &a, &err), &err);
+  fz_type b = ts(f, "bool[4]");
+  fz_attrs ab = {.shape = &b, .fill.i = 2};
+  expect_build_error(f, FZ_OP_FULL, 0, NULL, &ab,
+                     "full: fill value 2 is out of range of bool [0, 1]");
+  /* float dtypes follow IEEE conversion: 1e300 becomes inf in f32 */
+  fz_type f32 = ts(f, "f32[4]");
+  ok(fz_full(f, &f32, (fz_scalar){.f = 1e300}, &err), &err);
+  fz_attrs ai = {.shape = &i8, .iota_start.i = 300, .has_iota_start = true};
+  expect_build_error(f, FZ_OP_IOTA, 0, NULL, &ai,
+                     "iota: start 300 is out of range of i8 [-128, 127]");
+  fz_attrs as = {.shape = &i8, .iota_step.i = -200, .has_iota_step = true};
+  expect_build_error(f, FZ_OP_IOTA, 0, NULL, &as,
+                     "iota: step -200 is out of range of i8");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+START_TEST(integer_literals_must_fit_the_dtype_they_compute_in) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_value *x = ts_input(f, "x", "i8[4]");
+  fz_value *w = ts_input(f, "w", "i32[4]");
+  fz_value *c = ts_input(f, "c", "bool[4]");
+  fz_error err = {0};
+  fz_value *ops[3] = {x, fz_literal_int(f, 300)};
+  expect_build_error(f, FZ_OP_ADD, 2, ops, NULL,
+                     "add: operand 1, the literal 300, is out of range of i8 "
+                     "[-128, 127], the dtype it computes in");
+  /* comparisons compute in the promoted dtype */
+  expect_build_error(f, FZ_OP_LT, 2, ops, NULL, "lt: operand 1, the literal "
+                                                "300, is out of range of i8");
+  fz_value *where[3] = {c, x, fz_literal_int(f, -1000)};
+  expect_build_error(f, FZ_OP_WHERE, 3, where, NULL,
+                     "where: operand 2, the literal -1000");
+  /* in range, or converted to a float or a wider dtype: fine */
+  ok(fz_binary(f, FZ_OP_ADD, x, fz_literal_int(f, -128), &err), &err);
+  ok(fz_binary(f, FZ_OP_ADD, w, fz_literal_int(f, 300), &err), &err);
+  ok(fz_binary(f, FZ_OP_DIV, x, fz_literal_int(f, 1000), &err), &err);
+  ok(fz_binary(f, FZ_OP_ADD, x, fz_literal_float(f, 1e300), &err), &err);
+  ok(fz_binary(f, FZ_OP_AND, x, fz_literal_int(f, 1000), &err), &err);
+  ok(fz_binary(f, FZ_OP_ADD, fz_literal_int(f, 1000), fz_literal_int(f, 1),
+               &err),
+     &err);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("builder");
   TCase *tc = tcase_create("builder");
@@ -790,6 +850,8 @@ static Suite *make(void) {
   tcase_add_test(tc, operands_of_another_fusion_are_refused);
   tcase_add_test(tc, null_fusion_is_an_argument_error);
   tcase_add_test(tc, constant_sizes_must_fit_int64);
+  tcase_add_test(tc, fill_and_iota_values_must_fit_integer_dtypes);
+  tcase_add_test(tc, integer_literals_must_fit_the_dtype_they_compute_in);
   suite_add_tcase(s, tc);
   return s;
 }
