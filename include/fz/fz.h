@@ -414,7 +414,19 @@ const char *fz_version(void);
  * in are copied; returned strings belong to the fusion. Calls that add
  * return NULL (or a status) and fill err on failure, leaving the fusion
  * exactly as it was (no op, no value, no symbol). Calls that add need the
- * fusion to themselves; calls on a const fusion only read it.
+ * fusion to themselves; calls on a const fusion only read it. A value
+ * passed with a fusion must be one of that fusion's (an operand, output,
+ * value to name or to read of another fusion is FZ_ERR_ARGUMENT: it would
+ * dangle once that fusion is destroyed), and a NULL fusion is
+ * FZ_ERR_ARGUMENT too.
+ *
+ * Dims. One rule for every call that takes dims or a permutation here, in
+ * fz/ir.h (fz_reduce, fz_broadcast, fz_squeeze, fz_permute) and in the
+ * text format: entries may be negative, counting from the end as in
+ * PyTorch (-1 is the last axis; for broadcast, the last axis of the
+ * result), dims may come in any order, and naming an axis twice is an
+ * error. The op stores them wrapped and sorted, and prints them so.
+ * Layouts (alloc_order) are not dims: their entries are never negative.
  *
  * Extents. An `extents` array has one entry per axis: a constant extent
  * (>= 0), or one of the codes below. Symbols (run-time extents) are named
@@ -452,8 +464,9 @@ fz_value *fz_build_pointwise(fz_fusion *fusion, const char *op,
                              int num_operands, fz_value *const *operands,
                              fz_error *err);
 /* A reduction by keyword ("sum", "prod", "amax", "amin") over dims, which
- * may be in any order and negative (counted from the end, as in PyTorch);
- * a repeated axis is an error. keepdim leaves b1 axes in their place. */
+ * may be in any order and negative (counted from the end, as in PyTorch:
+ * see Dims above); a repeated axis is an error. keepdim leaves b1 axes in
+ * their place. */
 fz_value *fz_build_reduction(fz_fusion *fusion, const char *op, fz_value *a,
                              int num_dims, const int *dims, bool keepdim,
                              fz_error *err);

@@ -325,6 +325,12 @@ int fz_remove_dead_ops(fz_fusion *fusion);
  *  value id consumed. err may be NULL. Nothing aborts on bad arguments
  *  (NULL operands, out-of-range dims or opcodes are errors).
  *
+ *  Axes: dims and perm entries may be negative, counting from the end as
+ *  in PyTorch (-1 is the last axis; for broadcast, of the result), and
+ *  dims may come in any order; naming an axis twice is an error. The op
+ *  stores them wrapped to [0, rank) and dims sorted, which is how the
+ *  text prints them (the parser reads negative entries the same way).
+ *
  *  Threads: these calls modify the fusion; they need it to themselves
  *  (no other call on the same fusion meanwhile, reading or writing).
  *  Building distinct fusions in distinct threads is safe.
@@ -357,7 +363,8 @@ typedef struct fz_attrs {
 /* Create an op and its result with inferred dtype and shape. Rank-0
  * operands broadcast against the others. Returns NULL and fills err
  * (FZ_ERR_INVALID) when operands do not fit the op (wrong arity, shapes
- * that do not agree, dims out of range or unsorted, bad shape attribute).
+ * that do not agree, dims out of range or repeated, bad shape attribute;
+ * FZ_ERR_ARGUMENT as above).
  * The result's layout is undeclared (has_layout false). attrs may be NULL
  * for ops that take none. */
 fz_value *fz_build(fz_fusion *fusion, fz_opcode code, int num_operands,
@@ -381,10 +388,10 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  *    arity must match);
  *  fz_cast: to `dtype` (float->int truncates and saturates, see
  *    DESIGN);
- *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims`, sorted
- *    and unique, in [0, rank); keepdim leaves b1 axes in their place;
- *  fz_broadcast: inserts b1 axes at result positions `dims` (sorted,
- *    unique, in [0, rank + num_dims));
+ *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims` (see
+ *    Axes above); keepdim leaves b1 axes in their place;
+ *  fz_broadcast: inserts b1 axes at result positions `dims` (of the
+ *    result, whose rank is rank + num_dims);
  *  fz_squeeze: removes operand axes `dims`, each a b1 or constant-1 axis;
  *  fz_expand: to `shape` (same rank; only b1 axes change, written as
  *    expanded broadcasts b1->E in the shape);
@@ -426,6 +433,11 @@ fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
  * builder. */
 fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,
                               const bool *contiguous, fz_error *err);
+
+/* Wraps axes given PyTorch-style in place: an entry in [-rank, 0) becomes
+ * entry + rank. Returns the index of the first entry outside
+ * [-rank, rank) (left as it is), or -1 when every entry is in range. */
+int fz_wrap_axes(int count, int *axes, int rank);
 
 /* ---- infer.c: shape and dtype rules, shared by builder and verifier ---- */
 

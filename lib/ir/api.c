@@ -249,11 +249,6 @@ fz_value *fz_build_pointwise(fz_fusion *f, const char *op, int num_operands,
   return fz_build(f, (fz_opcode)code, num_operands, operands, NULL, err);
 }
 
-static int cmp_int(const void *x, const void *y) {
-  int a = *(const int *)x, b = *(const int *)y;
-  return (a > b) - (a < b);
-}
-
 fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
                              int num_dims, const int *dims, bool keepdim,
                              fz_error *err) {
@@ -261,35 +256,8 @@ fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
   int code = opcode_of(op, kinds, 1, "a reduction", err);
   if (code < 0)
     return NULL;
-  if (!a) {
-    fz_error_set(err, FZ_ERR_INVALID, "%s: operand is NULL", op);
-    return NULL;
-  }
-  int rank = a->type.rank;
-  if (num_dims < 0 || num_dims > rank || (num_dims > 0 && !dims)) {
-    fz_error_set(err, FZ_ERR_INVALID,
-                 "%s: %d dims for an operand of rank %d", op, num_dims, rank);
-    return NULL;
-  }
-  int sorted[FZ_MAX_RANK];
-  for (int i = 0; i < num_dims; i++) {
-    int d = dims[i] < 0 ? dims[i] + rank : dims[i];
-    if (d < 0 || d >= rank) {
-      fz_error_set(err, FZ_ERR_INVALID,
-                   "%s: dim %d is out of range for an operand of rank %d", op,
-                   dims[i], rank);
-      return NULL;
-    }
-    sorted[i] = d;
-  }
-  qsort(sorted, (size_t)num_dims, sizeof sorted[0], cmp_int);
-  for (int i = 1; i < num_dims; i++)
-    if (sorted[i] == sorted[i - 1]) {
-      fz_error_set(err, FZ_ERR_INVALID, "%s: axis %d is reduced twice", op,
-                   sorted[i]);
-      return NULL;
-    }
-  return fz_reduce(f, (fz_opcode)code, a, num_dims, sorted, keepdim, err);
+  /* Negative and unsorted dims are the builder's (fz/ir.h, Axes). */
+  return fz_reduce(f, (fz_opcode)code, a, num_dims, dims, keepdim, err);
 }
 
 /* Checks what every call that reads its operand before fz_build needs. */

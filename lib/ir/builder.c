@@ -9,6 +9,7 @@
 #include "fz/ir.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Iota's start and step live in the result's dtype class (.f for floats,
@@ -30,6 +31,54 @@ static void set_iota_defaults(fz_op *op, const fz_attrs *attrs,
     else
       op->iota_step.i = 1;
   }
+}
+
+static int cmp_int(const void *x, const void *y) {
+  int a = *(const int *)x, b = *(const int *)y;
+  return (a > b) - (a < b);
+}
+
+int fz_wrap_axes(int count, int *axes, int rank) {
+  int bad = -1;
+  for (int i = 0; i < count; i++) {
+    if (axes[i] < -rank || axes[i] >= rank) {
+      if (bad < 0)
+        bad = i;
+    } else if (axes[i] < 0) {
+      axes[i] += rank;
+    }
+  }
+  return bad;
+}
+
+/* Dims and perm as callers give them (negative entries count from the
+ * end, as in PyTorch; dims in any order) to the form ops store: wrapped,
+ * and dims sorted. Out-of-range entries are left for fz_infer_type to
+ * report; a repeated dim is reported here, where it is still the caller's
+ * spelling. */
+static bool normalize_axes(const char *name, fz_op_kind kind,
+                           const fz_value *a, fz_attrs *attrs, fz_error *err) {
+  if (!a || attrs->num_dims < 0 || attrs->num_dims > FZ_MAX_RANK)
+    return true;
+  int rank = a->type.rank;
+  if (kind == FZ_KIND_PERMUTE && rank >= 0 && rank <= FZ_MAX_RANK) {
+    fz_wrap_axes(rank, attrs->perm, rank);
+    return true;
+  }
+  if (kind != FZ_KIND_REDUCTION && kind != FZ_KIND_SQUEEZE &&
+      kind != FZ_KIND_BROADCAST)
+    return true;
+  if (kind == FZ_KIND_BROADCAST)
+    rank += attrs->num_dims; /* new axes are positions in the result */
+  fz_wrap_axes(attrs->num_dims, attrs->dims, rank);
+  qsort(attrs->dims, (size_t)attrs->num_dims, sizeof attrs->dims[0], cmp_int);
+  for (int i = 1; i < attrs->num_dims; i++)
+    if (attrs->dims[i] == attrs->dims[i - 1] && attrs->dims[i] >= 0) {
+      fz_error_set(err, FZ_ERR_INVALID, "%s: dims name axis %d twice", name,
+                   attrs->dims[i]);
+      return false;
+    }
+  return true;
 }
 
 fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
@@ -58,6 +107,13 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
                    k, f->name);
       return NULL;
     }
+  fz_attrs normalized = *attrs;
+  if ((unsigned)code < FZ_NUM_OPCODES &&
+      !normalize_axes(name, fz_op_table[code].kind,
+                      num_operands > 0 ? operands[0] : NULL, &normalized,
+                      err))
+    return NULL;
+  attrs = &normalized;
   fz_type type;
   if (fz_infer_type(f, code, num_operands, operands, attrs, &type, err))
     return NULL;

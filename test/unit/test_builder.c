@@ -329,13 +329,14 @@ START_TEST(reduction_dims_errors) {
   fz_attrs out = {.num_dims = 1, .dims = {2}};
   expect_build_error(f, FZ_OP_SUM, 1, x, &out,
                      "sum: dim 2 is out of range for an operand of rank 2");
-  fz_attrs neg = {.num_dims = 1, .dims = {-1}};
-  expect_build_error(f, FZ_OP_AMIN, 1, x, &neg, "amin: dim -1 is out of range");
-  fz_attrs unsorted = {.num_dims = 2, .dims = {1, 0}};
-  expect_build_error(f, FZ_OP_SUM, 1, x, &unsorted,
-                     "sum: dims must be sorted and unique, but 0 follows 1");
+  fz_attrs neg = {.num_dims = 1, .dims = {-3}};
+  expect_build_error(f, FZ_OP_AMIN, 1, x, &neg,
+                     "amin: dim -3 is out of range for an operand of rank 2");
   fz_attrs dup = {.num_dims = 2, .dims = {1, 1}};
-  expect_build_error(f, FZ_OP_SUM, 1, x, &dup, "sorted and unique");
+  expect_build_error(f, FZ_OP_SUM, 1, x, &dup, "sum: dims name axis 1 twice");
+  fz_attrs wrapped_dup = {.num_dims = 2, .dims = {1, -1}};
+  expect_build_error(f, FZ_OP_SUM, 1, x, &wrapped_dup,
+                     "sum: dims name axis 1 twice");
   fz_value *s[1] = {ts_input(f, "s", "f32")};
   fz_attrs d0 = {.num_dims = 1, .dims = {0}};
   expect_build_error(f, FZ_OP_SUM, 1, s, &d0, "for an operand of rank 0");
@@ -367,7 +368,12 @@ START_TEST(broadcast_errors) {
                      "broadcast: dim 2 is out of range for the result of "
                      "rank 2");
   fz_attrs dup = {.num_dims = 2, .dims = {0, 0}};
-  expect_build_error(f, FZ_OP_BROADCAST, 1, x, &dup, "sorted and unique");
+  expect_build_error(f, FZ_OP_BROADCAST, 1, x, &dup,
+                     "broadcast: dims name axis 0 twice");
+  fz_attrs low = {.num_dims = 1, .dims = {-3}};
+  expect_build_error(f, FZ_OP_BROADCAST, 1, x, &low,
+                     "broadcast: dim -3 is out of range for the result of "
+                     "rank 2");
   fz_attrs big = {.num_dims = FZ_MAX_RANK, .dims = {0, 1, 2, 3, 4, 5, 6, 7}};
   expect_build_error(f, FZ_OP_BROADCAST, 1, x, &big,
                      "broadcast: result would have rank 9");
@@ -711,6 +717,38 @@ START_TEST(null_fusion_is_an_argument_error) {
 }
 END_TEST
 
+/* ---- dims counted from the end ---- */
+
+START_TEST(negative_dims_count_from_the_end) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_value *x = ts_input(f, "x", "f32[N, 8, b1]");
+  fz_error err = {0};
+  int last[] = {-1}, mixed[] = {-1, 0}, perm[] = {-1, 0, -2};
+  fz_value *s = ok(fz_reduce(f, FZ_OP_SUM, x, 2, mixed, false, &err), &err);
+  ck_assert_type(f, s, "f32[8]");
+  ck_assert_int_eq(s->def->dims[0], 0); /* stored wrapped and sorted */
+  ck_assert_int_eq(s->def->dims[1], 2);
+  fz_value *q = ok(fz_squeeze(f, x, 1, last, &err), &err);
+  ck_assert_type(f, q, "f32[N, 8]");
+  ck_assert_int_eq(q->def->dims[0], 2);
+  /* broadcast's dims are positions in the result (rank 4 here) */
+  fz_value *b = ok(fz_broadcast(f, x, 1, last, &err), &err);
+  ck_assert_type(f, b, "f32[N, 8, b1, b1]");
+  ck_assert_int_eq(b->def->dims[0], 3);
+  fz_value *p = ok(fz_permute(f, x, perm, &err), &err);
+  ck_assert_type(f, p, "f32[b1, N, 8]");
+  ck_assert_int_eq(p->def->perm[0], 2);
+  ck_assert_int_eq(p->def->perm[2], 1);
+  ck_assert_int_eq(fz_add_output(f, s, &err), FZ_OK);
+  ck_assert_int_eq(fz_verify(f, &err), FZ_OK);
+
+  int bad_perm[] = {-4, 0, 1};
+  ck_assert_ptr_null(fz_permute(f, x, bad_perm, &err));
+  ck_assert_err(err, "permute: perm entry 0 is -4, out of range");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 /* ---- sizes ---- */
 
 START_TEST(constant_sizes_must_fit_int64) {
@@ -849,6 +887,7 @@ static Suite *make(void) {
   tcase_add_test(tc, set_layout_rejects_non_permutations);
   tcase_add_test(tc, operands_of_another_fusion_are_refused);
   tcase_add_test(tc, null_fusion_is_an_argument_error);
+  tcase_add_test(tc, negative_dims_count_from_the_end);
   tcase_add_test(tc, constant_sizes_must_fit_int64);
   tcase_add_test(tc, fill_and_iota_values_must_fit_integer_dtypes);
   tcase_add_test(tc, integer_literals_must_fit_the_dtype_they_compute_in);

@@ -927,6 +927,43 @@ START_TEST(float_literals_overflow_and_underflow_alike) {
 }
 END_TEST
 
+START_TEST(negative_dims_count_from_the_end) {
+  fz_fusion *f = test_parse("fusion @f(%x: f32[N, 8, b1]) {\n"
+                            "  %s = sum %x dims(-1, 0) : f32[8]\n"
+                            "  %q = squeeze %x dims(-1) : f32[N, 8]\n"
+                            "  %b = broadcast %x dims(-1) : f32[N, 8, b1, b1]\n"
+                            "  %p = permute %x perm(-1, 0, -2) : "
+                            "f32[b1, N, 8]\n"
+                            "  return %s, %q, %b, %p\n}\n");
+  char *text = fz_print(f);
+  ck_assert_msg(strstr(text, "%s = sum %x dims(0, 2) : f32[8]") &&
+                    strstr(text, "%q = squeeze %x dims(2) : f32[N, 8]") &&
+                    strstr(text, "dims(3) : f32[N, 8, b1, b1]") &&
+                    strstr(text, "perm(2, 0, 1)"),
+                "%s", text);
+  free(text);
+  fz_fusion_destroy(f);
+  expect_error("fusion @f(%x: f32[4, 4]) {\n"
+               "  %y = sum %x dims(0, -3) : f32\n  return %y\n}\n",
+               "test.fz:2:23: error: axis -3 is out of range for an operand "
+               "of rank 2");
+  expect_error("fusion @f(%x: f32[4]) {\n"
+               "  %y = broadcast %x dims(-3) : f32[4, b1]\n  return %y\n}\n",
+               "test.fz:2:26: error: axis -3 is out of range for the result "
+               "of rank 2");
+  expect_error("fusion @f(%x: f32[4, 4]) {\n"
+               "  %y = sum %x dims(1, -1) : f32[4]\n  return %y\n}\n",
+               "test.fz:2:23: error: axis 1 appears twice in dims");
+  expect_error("fusion @f(%x: f32[4, 5]) {\n"
+               "  %y = permute %x perm(-3, 0) : f32[5, 4]\n  return %y\n}\n",
+               "test.fz:2:24: error: axis -3 is out of range for an operand "
+               "of rank 2");
+  /* Layouts list axes as they are: no wrapping there. */
+  expect_error("fusion @f(%x: f32[4, 4] layout(-1, 0)) {\n  return %x\n}\n",
+               "test.fz:1:32: error: axis -1 is out of range");
+}
+END_TEST
+
 static Suite *parser_suite(void) {
   Suite *s = suite_create("parser");
   TCase *errors = tcase_create("errors");
@@ -947,6 +984,7 @@ static Suite *parser_suite(void) {
   tcase_add_test(errors, fill_values_must_fit_integer_dtypes);
   tcase_add_test(errors, literal_operands_must_fit_integer_dtypes);
   tcase_add_test(errors, float_literals_overflow_and_underflow_alike);
+  tcase_add_test(errors, negative_dims_count_from_the_end);
   suite_add_tcase(s, errors);
   TCase *built = tcase_create("built");
   tcase_add_test(built, symbols_are_shared_by_name);
