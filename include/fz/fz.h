@@ -22,7 +22,13 @@
  *  Errors. Every fallible call returns an fz_status (FZ_OK is 0) and, when
  *  given a non-NULL fz_error, fills it with the status and a human-readable
  *  message naming what is wrong (parse errors: "file:line:col: error: ..."
- *  followed by the source line and a caret). err may always be NULL. A failed call
+ *  followed by the source line and a caret). err may always be NULL.
+ *  Arguments are checked first, before a call loads the CUDA driver or
+ *  touches a device, so a bad argument is FZ_ERR_ARGUMENT on every machine,
+ *  with or without a GPU. Sizes are checked where they enter (text,
+ *  builder, bindings, tensors): no element count, byte size or strided span
+ *  that fz computes may overflow int64, and one that would is an error
+ *  naming the value and the numbers. A failed call
  *  leaves its outputs in a defined state (NULL handles, unchanged caller
  *  buffers) and its objects as they were. Calls that return a pointer
  *  return NULL on failure. Nothing here calls exit() or abort() on bad
@@ -267,11 +273,13 @@ typedef struct fz_device_props {
 /* Opens device `ordinal` (0-based, as CUDA_VISIBLE_DEVICES renumbers
  * them) and reads its properties once. On success *out is a handle the
  * caller owns (fz_device_close); on failure it is NULL and err says
- * FZ_ERR_NO_DEVICE (no driver, no device, ordinal past the last one),
- * FZ_ERR_ARGUMENT (negative ordinal) or FZ_ERR_CUDA (driver failure, with
- * the CUDA error's name). Opening one ordinal twice gives two handles on
- * the same primary context. A device handle is read-only after opening:
- * several threads may use it (allocate, run executors on it) at once. */
+ * FZ_ERR_ARGUMENT (negative ordinal, NULL out; checked before the driver
+ * is loaded, so also on a machine without one), FZ_ERR_NO_DEVICE (no
+ * driver, no device, ordinal past the last one) or FZ_ERR_CUDA (driver
+ * failure, with the CUDA error's name). Opening one ordinal twice gives
+ * two handles on the same primary context. A device handle is read-only
+ * after opening: several threads may use it (allocate, run executors on
+ * it) at once. */
 fz_status fz_device_open(int ordinal, fz_device **out, fz_error *err);
 /* Releases the primary context and frees the handle. Destroy every
  * executor on the device and free the memory you allocated through it
@@ -357,9 +365,11 @@ fz_status fz_executor_output_layout(fz_executor *executor,
  * synchronously on the host; later calls with the same signature only
  * launch.
  *
- * Errors: FZ_ERR_ARGUMENT for inputs or outputs that do not fit the
- * fusion (count, dtype, rank, sizes, negative strides, NULL or misaligned
- * data, overlapping output strides; the message names the value and the
+ * Errors: FZ_ERR_ARGUMENT for a NULL executor, inputs or outputs, and for
+ * inputs or outputs that do not fit the fusion (count, dtype, rank, sizes,
+ * negative strides, NULL or misaligned data, overlapping output strides,
+ * strides whose span overflows int64, sizes that make some value's element
+ * count or byte size overflow int64; the message names the value and the
  * axis), FZ_ERR_UNSUPPORTED when no scheduler takes the fusion, not even
  * split into segments (with the schedulers' reasons), FZ_ERR_LLVM /
  * FZ_ERR_CUDA for compile or launch failures, FZ_ERR_OUT_OF_MEMORY.

@@ -36,6 +36,9 @@ static const char *value_label(const fz_value *v, char *buf, size_t n) {
 
 fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
                              fz_executor **out, fz_error *err) {
+  if (!out)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_executor_create: out is NULL");
   *out = NULL;
   if (!fusion || !device)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
@@ -88,6 +91,13 @@ const char *fz_executor_last_ptx(const fz_executor *ex) {
 
 fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
                                  uint64_t *out, fz_error *err) {
+  if (!out)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_device_memory_alloc: out is NULL");
+  *out = 0;
+  if (!device)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_device_memory_alloc: device is NULL");
   CUdeviceptr p = 0;
   fz_status st = fz_device_alloc(device, bytes, &p, err);
   *out = p;
@@ -96,6 +106,9 @@ fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
 
 fz_status fz_device_memory_free(fz_device *device, uint64_t ptr,
                                 fz_error *err) {
+  if (!device && ptr)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_device_memory_free: device is NULL");
   return fz_device_free(device, (CUdeviceptr)ptr, err);
 }
 
@@ -205,6 +218,10 @@ fz_status fz_executor_output_layout(fz_executor *ex,
                                     const fz_device_tensor *inputs,
                                     int num_inputs, int output,
                                     fz_device_tensor *out, fz_error *err) {
+  if (!ex || !out || (num_inputs > 0 && !inputs))
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_executor_output_layout: %s is NULL",
+                        !ex ? "the executor" : !out ? "out" : "inputs");
   const fz_fusion *f = ex->fusion;
   if (output < 0 || output >= f->num_outputs)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "no output %d (fusion has %d)",
@@ -294,6 +311,11 @@ static fz_status launch(const signature_entry *e, const step *s,
 fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
                           int num_inputs, fz_device_tensor *outputs,
                           int num_outputs, void *stream, fz_error *err) {
+  if (!ex || (num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs))
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "fz_executor_run: %s is NULL",
+                        !ex       ? "the executor"
+                        : !inputs ? "inputs"
+                                  : "outputs");
   const fz_fusion *f = ex->fusion;
   if (num_inputs != f->num_inputs)
     return fz_error_set(err, FZ_ERR_ARGUMENT,

@@ -20,6 +20,41 @@
                   "message '%s' lacks '%s'", (err).message, (needle));         \
   } while (0)
 
+START_TEST(device_open_checks_before_loading_the_driver) {
+  fz_device *d = (fz_device *)&d;
+  fz_error err = {0};
+  ck_assert_argument(fz_device_open(-1, &d, &err), err,
+                     "device ordinal -1 is negative");
+  ck_assert_ptr_null(d);
+  ck_assert_argument(fz_device_open(0, NULL, &err), err, "out is NULL");
+}
+END_TEST
+
+START_TEST(memory_calls_check_their_arguments) {
+  fz_error err = {0};
+  uint64_t p = 1;
+  ck_assert_argument(fz_device_memory_alloc(NULL, 16, &p, &err), err,
+                     "device is NULL");
+  ck_assert(p == 0);
+  fz_device dev;
+  memset(&dev, 0, sizeof dev);
+  ck_assert_argument(fz_device_memory_alloc(&dev, 16, NULL, &err), err,
+                     "out is NULL");
+  ck_assert_argument(fz_device_memory_free(NULL, 0x1000, &err), err,
+                     "device is NULL");
+  char host[4];
+  ck_assert_argument(
+      fz_device_memory_copy_from_host(&dev, 0x1000, NULL, 4, &err), err,
+      "the host source is NULL");
+  ck_assert_argument(
+      fz_device_memory_copy_to_host(&dev, NULL, 0x1000, 4, &err), err,
+      "the host destination is NULL");
+  ck_assert_argument(
+      fz_device_memory_copy_to_host(NULL, host, 0x1000, 4, &err), err,
+      "device is NULL");
+}
+END_TEST
+
 /* An executor on a device that is never touched: every call below must
  * fail its checks first. */
 typedef struct fixture {
@@ -50,6 +85,35 @@ static fz_device_tensor tensor(int64_t rows, int64_t cols, int64_t row_stride,
                             .data = 0x10000};
 }
 
+START_TEST(executor_calls_check_their_arguments) {
+  fixture x;
+  open_fixture(&x, "fusion @t(%x: f32[N, 4]) {\n"
+                   "  %y = neg %x : f32[N, 4]\n"
+                   "  return %y\n}\n");
+  fz_error err = {0};
+  fz_executor *ex = (fz_executor *)&ex;
+  ck_assert_argument(fz_executor_create(x.f, &x.dev, NULL, &err), err,
+                     "out is NULL");
+  ck_assert_argument(fz_executor_create(NULL, &x.dev, &ex, &err), err,
+                     "fusion and device are required");
+  ck_assert_ptr_null(ex);
+  fz_device_tensor in = tensor(8, 4, 4, 1), out = {0};
+  ck_assert_argument(fz_executor_run(NULL, &in, 1, &out, 1, NULL, &err), err,
+                     "the executor is NULL");
+  ck_assert_argument(fz_executor_run(x.ex, NULL, 1, &out, 1, NULL, &err), err,
+                     "inputs is NULL");
+  ck_assert_argument(fz_executor_run(x.ex, &in, 1, NULL, 1, NULL, &err), err,
+                     "outputs is NULL");
+  ck_assert_argument(
+      fz_executor_output_layout(x.ex, &in, 1, 0, NULL, &err), err,
+      "out is NULL");
+  ck_assert_argument(
+      fz_executor_output_layout(NULL, &in, 1, 0, &out, &err), err,
+      "the executor is NULL");
+  close_fixture(&x);
+}
+END_TEST
+
 START_TEST(executor_checks_sizes_where_they_arrive) {
   fixture x;
   open_fixture(&x, "fusion @t(%a: f32[N, b1], %b: f32[b1, M]) {\n"
@@ -79,6 +143,9 @@ END_TEST
 static Suite *make(void) {
   Suite *s = suite_create("runtime_args");
   TCase *tc = tcase_create("runtime_args");
+  tcase_add_test(tc, device_open_checks_before_loading_the_driver);
+  tcase_add_test(tc, memory_calls_check_their_arguments);
+  tcase_add_test(tc, executor_calls_check_their_arguments);
   tcase_add_test(tc, executor_checks_sizes_where_they_arrive);
   suite_add_tcase(s, tc);
   return s;
