@@ -22,7 +22,13 @@
  *  Errors. Every fallible call returns an fz_status (FZ_OK is 0) and, when
  *  given a non-NULL fz_error, fills it with the status and a human-readable
  *  message naming what is wrong (parse errors: "file:line:col: error: ..."
- *  followed by the source line and a caret). err may always be NULL. A failed call
+ *  followed by the source line and a caret). err may always be NULL.
+ *  Arguments are checked first, before a call loads the CUDA driver or
+ *  touches a device, so a bad argument is FZ_ERR_ARGUMENT on every machine,
+ *  with or without a GPU. Sizes are checked where they enter (text,
+ *  builder, bindings, tensors): no element count, byte size or strided span
+ *  that fz computes may overflow int64, and one that would is an error
+ *  naming the value and the numbers. A failed call
  *  leaves its outputs in a defined state (NULL handles, unchanged caller
  *  buffers) and its objects as they were. Calls that return a pointer
  *  return NULL on failure. Nothing here calls exit() or abort() on bad
@@ -199,11 +205,13 @@ typedef struct fz_bindings {
 /* Binds every symbol from the inputs' sizes (data and strides are not
  * looked at), checking the count of inputs, each one's rank and dtype, and
  * that constant extents, b1 axes (size 1) and every later use of a symbol
- * agree with the first; errors (FZ_ERR_ARGUMENT) name the input, the axis
- * and where a conflicting symbol was bound first. On success out->values
- * is malloc'd and the caller frees it with fz_bindings_free (which
- * accepts an already freed or zeroed fz_bindings); on failure out is left
- * empty (num_symbols 0, values NULL). Only reads the fusion. */
+ * agree with the first, and that under these sizes every value of the
+ * fusion has an element count and byte size that fit int64; errors
+ * (FZ_ERR_ARGUMENT) name the input, the axis and where a conflicting
+ * symbol was bound first, or the value whose size overflows. On success
+ * out->values is malloc'd and the caller frees it with fz_bindings_free
+ * (which accepts an already freed or zeroed fz_bindings); on failure out
+ * is left empty (num_symbols 0, values NULL). Only reads the fusion. */
 fz_status fz_bind_inputs(const fz_fusion *fusion, const fz_host_tensor *inputs,
                          int num_inputs, fz_bindings *out, fz_error *err);
 void fz_bindings_free(fz_bindings *bindings);
@@ -223,9 +231,9 @@ fz_status fz_output_sizes(const fz_fusion *fusion, int output,
  * rank and sizes (any non-overlapping strides); fz writes every element
  * and keeps no pointer. Its own temporaries are
  * malloc'd and freed before it returns. FZ_ERR_ARGUMENT for inputs or
- * outputs that do not fit the fusion, FZ_ERR_INVALID for an op the
- * values make undefined (amax over an empty axis; at the op's location),
- * FZ_ERR_OUT_OF_MEMORY.
+ * outputs that do not fit the fusion (strides whose span overflows int64
+ * included), FZ_ERR_INVALID for an op the values make undefined (amax
+ * over an empty axis; at the op's location), FZ_ERR_OUT_OF_MEMORY.
  * Outputs may be partly written on failure. Only reads the fusion, so
  * several threads may interpret one fusion at once. */
 fz_status fz_interpret(const fz_fusion *fusion, const fz_host_tensor *inputs,
@@ -280,11 +288,13 @@ typedef struct fz_device_props {
 /* Opens device `ordinal` (0-based, as CUDA_VISIBLE_DEVICES renumbers
  * them) and reads its properties once. On success *out is a handle the
  * caller owns (fz_device_close); on failure it is NULL and err says
- * FZ_ERR_NO_DEVICE (no driver, no device, ordinal past the last one),
- * FZ_ERR_ARGUMENT (negative ordinal) or FZ_ERR_CUDA (driver failure, with
- * the CUDA error's name). Opening one ordinal twice gives two handles on
- * the same primary context. A device handle is read-only after opening:
- * several threads may use it (allocate, run executors on it) at once. */
+ * FZ_ERR_ARGUMENT (negative ordinal, NULL out; checked before the driver
+ * is loaded, so also on a machine without one), FZ_ERR_NO_DEVICE (no
+ * driver, no device, ordinal past the last one) or FZ_ERR_CUDA (driver
+ * failure, with the CUDA error's name). Opening one ordinal twice gives
+ * two handles on the same primary context. A device handle is read-only
+ * after opening: several threads may use it (allocate, run executors on
+ * it) at once. */
 fz_status fz_device_open(int ordinal, fz_device **out, fz_error *err);
 /* Releases the primary context and frees the handle. Destroy every
  * executor on the device and free the memory you allocated through it
@@ -371,9 +381,11 @@ fz_status fz_executor_output_layout(fz_executor *executor,
  * synchronously on the host; later calls with the same signature only
  * launch.
  *
- * Errors: FZ_ERR_ARGUMENT for inputs or outputs that do not fit the
- * fusion (count, dtype, rank, sizes, negative strides, NULL or misaligned
- * data, overlapping output strides; the message names the value and the
+ * Errors: FZ_ERR_ARGUMENT for a NULL executor, inputs or outputs, and for
+ * inputs or outputs that do not fit the fusion (count, dtype, rank, sizes,
+ * negative strides, NULL or misaligned data, overlapping output strides,
+ * strides whose span overflows int64, sizes that make some value's element
+ * count or byte size overflow int64; the message names the value and the
  * axis), FZ_ERR_UNSUPPORTED when no scheduler takes the fusion, not even
  * split into segments (with the schedulers' reasons), FZ_ERR_LLVM /
  * FZ_ERR_CUDA for compile or launch failures, FZ_ERR_OUT_OF_MEMORY.
@@ -428,7 +440,19 @@ const char *fz_version(void);
  * in are copied; returned strings belong to the fusion. Calls that add
  * return NULL (or a status) and fill err on failure, leaving the fusion
  * exactly as it was (no op, no value, no symbol). Calls that add need the
- * fusion to themselves; calls on a const fusion only read it.
+ * fusion to themselves; calls on a const fusion only read it. A value
+ * passed with a fusion must be one of that fusion's (an operand, output,
+ * value to name or to read of another fusion is FZ_ERR_ARGUMENT: it would
+ * dangle once that fusion is destroyed), and a NULL fusion is
+ * FZ_ERR_ARGUMENT too.
+ *
+ * Dims. One rule for every call that takes dims or a permutation here, in
+ * fz/ir.h (fz_reduce, fz_broadcast, fz_squeeze, fz_permute) and in the
+ * text format: entries may be negative, counting from the end as in
+ * PyTorch (-1 is the last axis; for broadcast, the last axis of the
+ * result), dims may come in any order, and naming an axis twice is an
+ * error. The op stores them wrapped and sorted, and prints them so.
+ * Layouts (alloc_order) are not dims: their entries are never negative.
  *
  * Extents. An `extents` array has one entry per axis: a constant extent
  * (>= 0), or one of the codes below. Symbols (run-time extents) are named
@@ -446,7 +470,8 @@ const char *fz_version(void);
  * permutation of the axes, outermost first (column-major [M, N] is
  * {1, 0}). contiguous: NULL for dense, else one flag per *allocated*
  * position (false: that stride is not the dense one). Returns the input,
- * or NULL with FZ_ERR_INVALID (bad dtype, rank, extent, name, order). */
+ * or NULL with FZ_ERR_INVALID (bad dtype, rank, extent, name, order, or
+ * constant extents whose product in bytes overflows int64). */
 fz_value *fz_fusion_add_tensor(fz_fusion *fusion, const char *name,
                                fz_dtype dtype, int rank,
                                const int64_t *extents,
@@ -465,8 +490,9 @@ fz_value *fz_build_pointwise(fz_fusion *fusion, const char *op,
                              int num_operands, fz_value *const *operands,
                              fz_error *err);
 /* A reduction by keyword ("sum", "prod", "amax", "amin") over dims, which
- * may be in any order and negative (counted from the end, as in PyTorch);
- * a repeated axis is an error. keepdim leaves b1 axes in their place. */
+ * may be in any order and negative (counted from the end, as in PyTorch:
+ * see Dims above); a repeated axis is an error. keepdim leaves b1 axes in
+ * their place. */
 fz_value *fz_build_reduction(fz_fusion *fusion, const char *op, fz_value *a,
                              int num_dims, const int *dims, bool keepdim,
                              fz_error *err);
@@ -487,14 +513,18 @@ fz_value *fz_build_reshape(fz_fusion *fusion, fz_value *a, int rank,
                            const int64_t *extents, const char *const *symbols,
                            fz_error *err);
 /* A tensor of `dtype` and extents (as for reshape; rank 0 allowed) filled
- * with `value`, which must be integral for integer dtypes (bool: nonzero
- * is true). */
+ * with `value`, which for an integer dtype must be integral and in its
+ * range (else FZ_ERR_INVALID naming the range, as PyTorch refuses
+ * torch.full((4,), 300, dtype=torch.int8)); a float dtype takes any value
+ * by IEEE conversion (1e300 fills an f32 tensor with inf); bool: nonzero
+ * is true. */
 fz_value *fz_build_full(fz_fusion *fusion, fz_dtype dtype, int rank,
                         const int64_t *extents, const char *const *symbols,
                         double value, fz_error *err);
 /* A rank-1 tensor of `dtype` (not bool) of one axis (a constant extent,
  * or FZ_EXTENT_SYMBOL and an existing symbol name) holding start + i*step
- * (integral start and step for integer dtypes). */
+ * (for integer dtypes, start and step integral and in the dtype's range,
+ * as for fz_build_full). */
 fz_value *fz_build_iota(fz_fusion *fusion, fz_dtype dtype, int64_t extent,
                         const char *symbol, double start, double step,
                         fz_error *err);

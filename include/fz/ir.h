@@ -50,6 +50,13 @@ _Noreturn void fz_die(const char *file, int line, const char *fmt, ...)
       FZ_DIE("check failed: %s", #cond);                                       \
   } while (0)
 
+/* The values an integer dtype holds ([0, 1] for bool); false for the
+ * float dtypes. */
+bool fz_dtype_int_range(fz_dtype dtype, int64_t *min, int64_t *max);
+/* FZ_OK when v fits an integer dtype (or bool, or any float dtype), else
+ * FZ_ERR_INVALID: "WHAT 300 is out of range of i8 [-128, 127]". */
+fz_status fz_check_int_in_dtype(int64_t v, fz_dtype dtype, const char *what,
+                                fz_error *err);
 /* Growable malloc'd string, for printers. */
 typedef struct fz_buf {
   char *data;
@@ -162,6 +169,47 @@ int64_t fz_axis_size(const fz_axis *axis, const int64_t *symbol_values);
 fz_extent fz_axis_extent(const fz_axis *axis);
 bool fz_extent_equal(fz_extent a, fz_extent b);
 
+/* ---- size.c: checked products of sizes ---------------------------------- */
+/*
+ * Every product of sizes that fz computes from a user's extents (element
+ * counts, byte sizes, dense strides, spans of strided views) is checked
+ * through these where the sizes enter fz, so that none overflows int64.
+ * Sizes that pass fz_size_of make every dense stride of the tensor, in
+ * elements and in bytes and in any axis order, representable. `what`
+ * starts the message (the value or tensor it is about); on failure they
+ * return `status` with a message naming the numbers, e.g.
+ * "%x: extent product 4611686018427387904 x 4 overflows int64".
+ */
+
+/* *out = a * b for a, b >= 0; false (and *out unspecified) on overflow. */
+bool fz_size_mul(int64_t a, int64_t b, int64_t *out);
+/* The element count (0 when a size is 0) and byte size of a tensor of
+ * `dtype` and these sizes; either out pointer may be NULL. Fails for a
+ * negative size, or when the product of the nonzero sizes, or that times
+ * the element size, overflows int64. */
+fz_status fz_size_of(int rank, const int64_t *sizes, fz_dtype dtype,
+                     const char *what, fz_status status, int64_t *elements,
+                     int64_t *bytes, fz_error *err);
+/* The number of elements a strided view reaches, 1 + sum of (size - 1) *
+ * |stride| (0 when a size is 0); fails for a negative size or when that
+ * span, or the span in bytes, overflows int64. */
+fz_status fz_size_span(int rank, const int64_t *sizes, const int64_t *strides,
+                       fz_dtype dtype, const char *what, fz_status status,
+                       int64_t *elements, fz_error *err);
+/* The run-time sizes of a type's logical axes, with symbol s at
+ * symbol_values[s] (which may be NULL when the type has no symbolic
+ * extent), checked as by fz_size_of; elements and bytes may be NULL. */
+fz_status fz_type_sizes(const fz_type *type, const int64_t *symbol_values,
+                        const char *what, fz_status status,
+                        int64_t sizes[FZ_MAX_RANK], int64_t *elements,
+                        int64_t *bytes, fz_error *err);
+/* fz_type_sizes for every input and op result of the fusion under these
+ * symbol values (one per symbol that a value uses): what a binding of
+ * run-time sizes must pass before anything is laid out, allocated or
+ * scheduled. The message names the value. */
+fz_status fz_check_sizes(const fz_fusion *fusion, const int64_t *symbol_values,
+                         fz_status status, fz_error *err);
+
 /* ---- values and ops ----------------------------------------------------- */
 
 typedef enum fz_value_kind {
@@ -175,8 +223,22 @@ typedef union fz_scalar {
   int64_t i;  /* integer dtypes and bool (0/1) */
 } fz_scalar;
 
+/* (util.c) A number given as a double, as a scalar of the dtype's class
+ * (fill values, iota's start and step): .f as it is for float dtypes (it
+ * is rounded to the dtype, overflowing to inf, when the op computes, as
+ * PyTorch converts), .i = v != 0 for bool, and for integer dtypes an
+ * integral value in the dtype's range, else FZ_ERR_INVALID naming WHAT
+ * and the value ("is out of range of i8 [-128, 127]", "is not an
+ * integer"). */
+fz_status fz_scalar_of_double(double v, fz_dtype dtype, const char *what,
+                              fz_scalar *out, fz_error *err);
+
+
 struct fz_value {
   fz_value_kind kind;
+  /* The fusion whose arena holds the value: the builder refuses operands
+   * and outputs of any other (they would dangle once it is destroyed). */
+  const fz_fusion *owner;
   int id;           /* unique within the fusion, in creation order */
   const char *name; /* text name without '%'; NULL: printer numbers it */
   fz_type type;
@@ -251,6 +313,9 @@ fz_extent fz_symbol_extent(int32_t symbol);
  * fz_type_set_row_major). name may be NULL. */
 fz_value *fz_add_input(fz_fusion *fusion, const char *name,
                        const fz_type *type);
+/* Appends an output: an input or op result of this fusion.
+ * FZ_ERR_ARGUMENT for NULL or a value of another fusion, FZ_ERR_INVALID
+ * for a literal. */
 fz_status fz_add_output(fz_fusion *fusion, fz_value *value, fz_error *err);
 /* Replace every use of `from` (operands and outputs) by `to`. */
 void fz_replace_uses(fz_fusion *fusion, fz_value *from, fz_value *to);
@@ -265,16 +330,25 @@ int fz_remove_dead_ops(fz_fusion *fusion);
  *
  *  Ownership: values and ops are allocated in the fusion's arena; the
  *  returned fz_value * stays valid until fz_fusion_destroy and is never
- *  freed on its own. Operands must belong to the same fusion. Attribute
- *  structs and arrays passed in (fz_attrs, dims, perm, shape types) are
- *  copied: the caller may reuse or free them after the call.
+ *  freed on its own. Operands must belong to the same fusion: a value
+ *  records its fusion (fz_value.owner), and an operand of another one is
+ *  refused with FZ_ERR_ARGUMENT. Attribute structs and arrays passed in
+ *  (fz_attrs, dims, perm, shape types) are copied: the caller may reuse
+ *  or free them after the call.
  *
  *  Errors: a call that cannot build its op returns NULL and fills err
  *  (FZ_ERR_INVALID, the message starting with the op's keyword, e.g.
- *  "add: operand 1 axis 0 has extent M but operand 0 has extent N"). A
+ *  "add: operand 1 axis 0 has extent M but operand 0 has extent N";
+ *  FZ_ERR_ARGUMENT for a NULL fusion or another fusion's operand). A
  *  failed call leaves the fusion exactly as it was: no op, no value, no
  *  value id consumed. err may be NULL. Nothing aborts on bad arguments
  *  (NULL operands, out-of-range dims or opcodes are errors).
+ *
+ *  Axes: dims and perm entries may be negative, counting from the end as
+ *  in PyTorch (-1 is the last axis; for broadcast, of the result), and
+ *  dims may come in any order; naming an axis twice is an error. The op
+ *  stores them wrapped to [0, rank) and dims sorted, which is how the
+ *  text prints them (the parser reads negative entries the same way).
  *
  *  Threads: these calls modify the fusion; they need it to themselves
  *  (no other call on the same fusion meanwhile, reading or writing).
@@ -308,7 +382,8 @@ typedef struct fz_attrs {
 /* Create an op and its result with inferred dtype and shape. Rank-0
  * operands broadcast against the others. Returns NULL and fills err
  * (FZ_ERR_INVALID) when operands do not fit the op (wrong arity, shapes
- * that do not agree, dims out of range or unsorted, bad shape attribute).
+ * that do not agree, dims out of range or repeated, bad shape attribute;
+ * FZ_ERR_ARGUMENT as above).
  * The result's layout is undeclared (has_layout false). attrs may be NULL
  * for ops that take none. */
 fz_value *fz_build(fz_fusion *fusion, fz_opcode code, int num_operands,
@@ -317,8 +392,11 @@ fz_value *fz_build(fz_fusion *fusion, fz_opcode code, int num_operands,
 
 /* Weakly typed scalar literals (PyTorch's Python numbers): f64, i64 or
  * bool, rank 0, kind FZ_VALUE_LITERAL. They are arena values usable as
- * operands of any op, but are not fusion inputs and cannot be outputs.
- * Never fail (arena allocation failure is fatal). */
+ * operands of any op of their fusion, but are not fusion inputs and
+ * cannot be outputs. An op whose operands convert to an integer dtype
+ * (i32[N] + 300 computes in i32) refuses an integer literal out of that
+ * dtype's range, as PyTorch does. NULL only for a NULL fusion (arena
+ * allocation failure is fatal). */
 fz_value *fz_literal_float(fz_fusion *fusion, double v);
 fz_value *fz_literal_int(fz_fusion *fusion, int64_t v);
 fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
@@ -329,10 +407,10 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  *    arity must match);
  *  fz_cast: to `dtype` (float->int truncates and saturates, see
  *    DESIGN);
- *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims`, sorted
- *    and unique, in [0, rank); keepdim leaves b1 axes in their place;
- *  fz_broadcast: inserts b1 axes at result positions `dims` (sorted,
- *    unique, in [0, rank + num_dims));
+ *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims` (see
+ *    Axes above); keepdim leaves b1 axes in their place;
+ *  fz_broadcast: inserts b1 axes at result positions `dims` (of the
+ *    result, whose rank is rank + num_dims);
  *  fz_squeeze: removes operand axes `dims`, each a b1 or constant-1 axis;
  *  fz_expand: to `shape` (same rank; only b1 axes change, written as
  *    expanded broadcasts b1->E in the shape);
@@ -341,7 +419,8 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  *    operand's (row-major element order, like torch.reshape);
  *  fz_set: a copy;
  *  fz_full: a tensor of `shape` filled with `fill` (.f for float dtypes,
- *    .i otherwise). */
+ *    .i otherwise; an integer dtype's fill must be in its range, bool's
+ *    0 or 1). */
 fz_value *fz_unary(fz_fusion *f, fz_opcode code, fz_value *a, fz_error *err);
 fz_value *fz_binary(fz_fusion *f, fz_opcode code, fz_value *a, fz_value *b,
                     fz_error *err);
@@ -373,6 +452,11 @@ fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
  * builder. */
 fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,
                               const bool *contiguous, fz_error *err);
+
+/* Wraps axes given PyTorch-style in place: an entry in [-rank, 0) becomes
+ * entry + rank. Returns the index of the first entry outside
+ * [-rank, rank) (left as it is), or -1 when every entry is in range. */
+int fz_wrap_axes(int count, int *axes, int rank);
 
 /* ---- infer.c: shape and dtype rules, shared by builder and verifier ---- */
 

@@ -15,7 +15,6 @@
  */
 #include "fz/ir.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +129,20 @@ static fz_status check_extents(const fz_fusion *f, const char *what,
   return FZ_OK;
 }
 
+/* The constant entries' product, in bytes, fits int64 (size.c), checked
+ * before any symbol is created. */
+static fz_status check_constant_size(fz_dtype dtype, int rank,
+                                     const int64_t *extents, const char *what,
+                                     fz_error *err) {
+  int64_t constants[FZ_MAX_RANK];
+  int n = 0;
+  for (int i = 0; i < rank; i++)
+    if (extents[i] >= 0)
+      constants[n++] = extents[i];
+  return fz_size_of(n, constants, dtype, what, FZ_ERR_INVALID, NULL, NULL,
+                    err);
+}
+
 /* The extent of an entry already checked; may create a symbol. */
 static fz_extent make_extent(fz_fusion *f, int64_t e, const char *sym) {
   if (e >= 0)
@@ -170,7 +183,8 @@ static fz_value *add_input(fz_fusion *f, const char *name, fz_dtype dtype,
     return NULL;
   if (name && check_value_name(f, name, NULL, err))
     return NULL;
-  if (check_extents(f, what, rank, extents, symbols, NEW_SYMBOLS, err))
+  if (check_extents(f, what, rank, extents, symbols, NEW_SYMBOLS, err) ||
+      check_constant_size(dtype, rank, extents, what, err))
     return NULL;
   fz_type t = {.dtype = dtype, .rank = rank, .has_layout = true};
   for (int i = 0; i < rank; i++) {
@@ -235,11 +249,6 @@ fz_value *fz_build_pointwise(fz_fusion *f, const char *op, int num_operands,
   return fz_build(f, (fz_opcode)code, num_operands, operands, NULL, err);
 }
 
-static int cmp_int(const void *x, const void *y) {
-  int a = *(const int *)x, b = *(const int *)y;
-  return (a > b) - (a < b);
-}
-
 fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
                              int num_dims, const int *dims, bool keepdim,
                              fz_error *err) {
@@ -247,43 +256,28 @@ fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
   int code = opcode_of(op, kinds, 1, "a reduction", err);
   if (code < 0)
     return NULL;
-  if (!a) {
+  /* Negative and unsorted dims are the builder's (fz/ir.h, Axes). */
+  return fz_reduce(f, (fz_opcode)code, a, num_dims, dims, keepdim, err);
+}
+
+/* Checks what every call that reads its operand before fz_build needs. */
+static bool check_operand(const fz_fusion *f, const fz_value *a,
+                          const char *op, fz_error *err) {
+  if (!f)
+    fz_error_set(err, FZ_ERR_ARGUMENT, "%s: fusion is NULL", op);
+  else if (!a)
     fz_error_set(err, FZ_ERR_INVALID, "%s: operand is NULL", op);
-    return NULL;
-  }
-  int rank = a->type.rank;
-  if (num_dims < 0 || num_dims > rank || (num_dims > 0 && !dims)) {
-    fz_error_set(err, FZ_ERR_INVALID,
-                 "%s: %d dims for an operand of rank %d", op, num_dims, rank);
-    return NULL;
-  }
-  int sorted[FZ_MAX_RANK];
-  for (int i = 0; i < num_dims; i++) {
-    int d = dims[i] < 0 ? dims[i] + rank : dims[i];
-    if (d < 0 || d >= rank) {
-      fz_error_set(err, FZ_ERR_INVALID,
-                   "%s: dim %d is out of range for an operand of rank %d", op,
-                   dims[i], rank);
-      return NULL;
-    }
-    sorted[i] = d;
-  }
-  qsort(sorted, (size_t)num_dims, sizeof sorted[0], cmp_int);
-  for (int i = 1; i < num_dims; i++)
-    if (sorted[i] == sorted[i - 1]) {
-      fz_error_set(err, FZ_ERR_INVALID, "%s: axis %d is reduced twice", op,
-                   sorted[i]);
-      return NULL;
-    }
-  return fz_reduce(f, (fz_opcode)code, a, num_dims, sorted, keepdim, err);
+  else if (a->owner != f)
+    fz_error_set(err, FZ_ERR_ARGUMENT,
+                 "%s: the operand belongs to another fusion, not @%s", op,
+                 f->name);
+  return f && a && a->owner == f;
 }
 
 fz_value *fz_build_expand(fz_fusion *f, fz_value *a, const int64_t *extents,
                           const char *const *symbols, fz_error *err) {
-  if (!a) {
-    fz_error_set(err, FZ_ERR_INVALID, "expand: operand is NULL");
+  if (!check_operand(f, a, "expand", err))
     return NULL;
-  }
   int rank = a->type.rank;
   if (rank > 0 && !extents) {
     fz_error_set(err, FZ_ERR_INVALID, "expand: extents is NULL");
@@ -340,10 +334,8 @@ static bool target_type(fz_fusion *f, const char *what, fz_dtype dtype,
 fz_value *fz_build_reshape(fz_fusion *f, fz_value *a, int rank,
                            const int64_t *extents, const char *const *symbols,
                            fz_error *err) {
-  if (!a) {
-    fz_error_set(err, FZ_ERR_INVALID, "reshape: operand is NULL");
+  if (!check_operand(f, a, "reshape", err))
     return NULL;
-  }
   fz_type target;
   if (!target_type(f, "reshape: target", a->type.dtype, rank, extents,
                    symbols, &target, err))
@@ -351,33 +343,14 @@ fz_value *fz_build_reshape(fz_fusion *f, fz_value *a, int rank,
   return fz_reshape(f, a, &target, err);
 }
 
-/* A double that must hold an integer of the dtype's class. */
-static bool integral(double v, const char *what, const char *which,
-                     fz_error *err) {
-  if (isfinite(v) && v == floor(v) && fabs(v) <= 9.2e18)
-    return true;
-  fz_error_set(err, FZ_ERR_INVALID,
-               "%s: %s %g is not an integer, as an integer dtype needs", what,
-               which, v);
-  return false;
-}
-
 fz_value *fz_build_full(fz_fusion *f, fz_dtype dtype, int rank,
                         const int64_t *extents, const char *const *symbols,
                         double value, fz_error *err) {
   fz_scalar fill;
-  if (dtype == FZ_BOOL) {
-    fill.i = value != 0;
-  } else if (fz_dtype_is_integer(dtype)) {
-    if (!integral(value, "full", "value", err))
-      return NULL;
-    fill.i = (int64_t)value;
-  } else {
-    fill.f = value;
-  }
   fz_type shape;
   if (!target_type(f, "full: shape", dtype, rank, extents, symbols, &shape,
-                   err))
+                   err) ||
+      fz_scalar_of_double(value, dtype, "full: fill value", &fill, err))
     return NULL;
   return fz_full(f, &shape, fill, err);
 }
@@ -386,19 +359,13 @@ fz_value *fz_build_iota(fz_fusion *f, fz_dtype dtype, int64_t extent,
                         const char *symbol, double start, double step,
                         fz_error *err) {
   fz_attrs attrs = {.has_iota_start = true, .has_iota_step = true};
-  if (fz_dtype_is_float(dtype)) {
-    attrs.iota_start.f = start;
-    attrs.iota_step.f = step;
-  } else {
-    if (!integral(start, "iota", "start", err) ||
-        !integral(step, "iota", "step", err))
-      return NULL;
-    attrs.iota_start.i = (int64_t)start;
-    attrs.iota_step.i = (int64_t)step;
-  }
   const char *symbols[1] = {symbol};
   fz_type shape;
-  if (!target_type(f, "iota: shape", dtype, 1, &extent, symbols, &shape, err))
+  if (!target_type(f, "iota: shape", dtype, 1, &extent, symbols, &shape,
+                   err) ||
+      fz_scalar_of_double(start, dtype, "iota: start", &attrs.iota_start,
+                          err) ||
+      fz_scalar_of_double(step, dtype, "iota: step", &attrs.iota_step, err))
     return NULL;
   attrs.shape = &shape;
   return fz_build(f, FZ_OP_IOTA, 0, NULL, &attrs, err);
@@ -429,6 +396,11 @@ fz_status fz_value_set_name(fz_fusion *f, fz_value *v, const char *name,
   if (!f || !v)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "fz_value_set_name: fusion or value is NULL");
+  if (v->owner != f)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_value_set_name: the value belongs to another "
+                        "fusion, not @%s",
+                        f->name);
   if (v->kind == FZ_VALUE_LITERAL)
     return fz_error_set(err, FZ_ERR_INVALID, "a literal cannot be named");
   if (!name) {
@@ -454,6 +426,11 @@ fz_status fz_value_axis(const fz_fusion *f, const fz_value *v, int axis,
   if (!f || !v)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "fz_value_axis: fusion or value is NULL");
+  if (v->owner != f)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_value_axis: the value belongs to another fusion, "
+                        "not @%s",
+                        f->name);
   if (axis < 0 || axis >= v->type.rank)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "fz_value_axis: axis %d is out of range for rank %d",

@@ -9,6 +9,7 @@
 #include "fz/ir.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Iota's start and step live in the result's dtype class (.f for floats,
@@ -32,19 +33,87 @@ static void set_iota_defaults(fz_op *op, const fz_attrs *attrs,
   }
 }
 
+static int cmp_int(const void *x, const void *y) {
+  int a = *(const int *)x, b = *(const int *)y;
+  return (a > b) - (a < b);
+}
+
+int fz_wrap_axes(int count, int *axes, int rank) {
+  int bad = -1;
+  for (int i = 0; i < count; i++) {
+    if (axes[i] < -rank || axes[i] >= rank) {
+      if (bad < 0)
+        bad = i;
+    } else if (axes[i] < 0) {
+      axes[i] += rank;
+    }
+  }
+  return bad;
+}
+
+/* Dims and perm as callers give them (negative entries count from the
+ * end, as in PyTorch; dims in any order) to the form ops store: wrapped,
+ * and dims sorted. Out-of-range entries are left for fz_infer_type to
+ * report; a repeated dim is reported here, where it is still the caller's
+ * spelling. */
+static bool normalize_axes(const char *name, fz_op_kind kind,
+                           const fz_value *a, fz_attrs *attrs, fz_error *err) {
+  if (!a || attrs->num_dims < 0 || attrs->num_dims > FZ_MAX_RANK)
+    return true;
+  int rank = a->type.rank;
+  if (kind == FZ_KIND_PERMUTE && rank >= 0 && rank <= FZ_MAX_RANK) {
+    fz_wrap_axes(rank, attrs->perm, rank);
+    return true;
+  }
+  if (kind != FZ_KIND_REDUCTION && kind != FZ_KIND_SQUEEZE &&
+      kind != FZ_KIND_BROADCAST)
+    return true;
+  if (kind == FZ_KIND_BROADCAST)
+    rank += attrs->num_dims; /* new axes are positions in the result */
+  fz_wrap_axes(attrs->num_dims, attrs->dims, rank);
+  qsort(attrs->dims, (size_t)attrs->num_dims, sizeof attrs->dims[0], cmp_int);
+  for (int i = 1; i < attrs->num_dims; i++)
+    if (attrs->dims[i] == attrs->dims[i - 1] && attrs->dims[i] >= 0) {
+      fz_error_set(err, FZ_ERR_INVALID, "%s: dims name axis %d twice", name,
+                   attrs->dims[i]);
+      return false;
+    }
+  return true;
+}
+
 fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
                    fz_value *const *operands, const fz_attrs *attrs,
                    fz_error *err) {
   static const fz_attrs none;
   if (!attrs)
     attrs = &none;
-  if (num_operands < 0 || num_operands > 3) {
-    fz_error_set(err, FZ_ERR_INVALID, "%s: %d operands is not supported",
-                 (unsigned)code < FZ_NUM_OPCODES ? fz_op_table[code].name
-                                                 : "op",
-                 num_operands);
+  const char *name =
+      (unsigned)code < FZ_NUM_OPCODES ? fz_op_table[code].name : "op";
+  if (!f) {
+    fz_error_set(err, FZ_ERR_ARGUMENT, "%s: fusion is NULL", name);
     return NULL;
   }
+  if (num_operands < 0 || num_operands > 3 || (num_operands && !operands)) {
+    fz_error_set(err, FZ_ERR_INVALID, "%s: %d operands is not supported",
+                 name, num_operands);
+    return NULL;
+  }
+  /* O(1): a value knows its fusion. Another fusion's value would dangle
+   * once that fusion is destroyed. */
+  for (int k = 0; k < num_operands; k++)
+    if (operands[k] && operands[k]->owner != f) {
+      fz_error_set(err, FZ_ERR_ARGUMENT,
+                   "%s: operand %d belongs to another fusion, not @%s", name,
+                   k, f->name);
+      return NULL;
+    }
+  fz_attrs normalized = *attrs;
+  if ((unsigned)code < FZ_NUM_OPCODES &&
+      !normalize_axes(name, fz_op_table[code].kind,
+                      num_operands > 0 ? operands[0] : NULL, &normalized,
+                      err))
+    return NULL;
+  attrs = &normalized;
   fz_type type;
   if (fz_infer_type(f, code, num_operands, operands, attrs, &type, err))
     return NULL;
@@ -78,6 +147,7 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
 
   fz_value *v = fz_arena_alloc(f->arena, sizeof *v);
   v->kind = FZ_VALUE_RESULT;
+  v->owner = f;
   v->id = f->next_value_id++;
   v->type = type;
   v->def = op;
@@ -89,8 +159,11 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
 /* Literals are weak scalars (PyTorch's Python numbers): f64, i64 or bool,
  * rank 0. They are not listed in the fusion; ops point at them. */
 static fz_value *literal(fz_fusion *f, fz_dtype dtype, fz_scalar value) {
+  if (!f)
+    return NULL;
   fz_value *v = fz_arena_alloc(f->arena, sizeof *v);
   v->kind = FZ_VALUE_LITERAL;
+  v->owner = f;
   v->id = f->next_value_id++;
   v->type.dtype = dtype;
   fz_type_set_row_major(&v->type);

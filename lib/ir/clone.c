@@ -43,6 +43,7 @@ static fz_value *copy_value(fz_fusion *c, clone_map *m, const fz_value *v,
   }
   fz_value *n = fz_arena_alloc(c->arena, sizeof *n);
   *n = *v;
+  n->owner = c;
   n->name = v->name ? fz_arena_strdup(c->arena, v->name) : NULL;
   n->def = NULL;
   m->from[v->id] = v;

@@ -83,6 +83,7 @@ void fz_type_set_row_major(fz_type *t) {
 fz_value *fz_add_input(fz_fusion *f, const char *name, const fz_type *type) {
   fz_value *v = fz_arena_alloc(f->arena, sizeof *v);
   v->kind = FZ_VALUE_INPUT;
+  v->owner = f;
   v->id = f->next_value_id++;
   v->name = name ? fz_arena_strdup(f->arena, name) : NULL;
   v->type = *type;
@@ -95,8 +96,13 @@ fz_value *fz_add_input(fz_fusion *f, const char *name, const fz_type *type) {
 }
 
 fz_status fz_add_output(fz_fusion *f, fz_value *value, fz_error *err) {
-  if (!value)
-    return fz_error_set(err, FZ_ERR_ARGUMENT, "output value is NULL");
+  if (!f || !value)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "output: %s is NULL",
+                        f ? "value" : "fusion");
+  if (value->owner != f)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "output: the value belongs to another fusion, not @%s",
+                        f->name);
   if (value->kind == FZ_VALUE_LITERAL)
     return fz_error_set(err, FZ_ERR_INVALID,
                         "a literal cannot be a fusion output");

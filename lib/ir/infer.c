@@ -81,6 +81,21 @@ static fz_status check_extent(const fz_fusion *f, fz_extent e,
   return FZ_OK;
 }
 
+/* The constant extents must leave room for any symbol values: their
+ * product, in bytes, fits int64 (size.c). */
+static fz_status check_constant_size(const fz_type *t, const char *what,
+                                     fz_error *err) {
+  int64_t constants[FZ_MAX_RANK];
+  int n = 0;
+  for (int i = 0; i < t->rank; i++) {
+    fz_extent e = fz_axis_extent(&t->axes[i]);
+    if (e.symbol < 0)
+      constants[n++] = e.value;
+  }
+  return fz_size_of(n, constants, t->dtype, what, FZ_ERR_INVALID, NULL, NULL,
+                    err);
+}
+
 fz_status fz_check_type(const fz_fusion *f, const fz_type *t,
                         const char *what, fz_error *err) {
   if ((unsigned)t->dtype >= FZ_NUM_DTYPES)
@@ -123,7 +138,7 @@ fz_status fz_check_type(const fz_fusion *f, const fz_type *t,
                           (int)a->kind);
     }
   }
-  return FZ_OK;
+  return check_constant_size(t, what, err);
 }
 
 fz_status fz_check_layout(const fz_type *t, const char *what, fz_error *err) {
@@ -277,6 +292,46 @@ static fz_status infer_pointwise_shape(infer_ctx *c, int n,
   return FZ_OK;
 }
 
+/* The dtype an op converts its literal operands to before computing (as
+ * the interpreter does): comparisons their promoted dtype, and/or/not and
+ * isnan none that could not hold a literal (they look at nonzero-ness or
+ * the value itself), every other op its result dtype. */
+static fz_dtype literal_target(fz_opcode code, fz_dtype promoted,
+                               fz_dtype result) {
+  switch (code) {
+  case FZ_OP_NOT:
+  case FZ_OP_AND:
+  case FZ_OP_OR:
+  case FZ_OP_ISNAN:
+    return FZ_F64;
+  default:
+    return fz_op_table[code].flags & FZ_F_TO_BOOL ? promoted : result;
+  }
+}
+
+/* An integer literal converted to an integer dtype must fit it: PyTorch
+ * refuses int8_tensor + 300 ("value cannot be converted to type int8_t
+ * without overflow") rather than wrap it. Float dtypes take any literal
+ * by IEEE conversion (1e300 in an f32 op is inf). */
+static fz_status check_literal_ranges(infer_ctx *c, fz_opcode code, int n,
+                                      fz_value *const *ops, fz_dtype promoted,
+                                      fz_dtype result) {
+  fz_dtype target = literal_target(code, promoted, result);
+  int64_t min, max;
+  if (!fz_dtype_is_integer(target) || !fz_dtype_int_range(target, &min, &max))
+    return FZ_OK;
+  for (int k = 0; k < n; k++) {
+    const fz_value *v = ops[k];
+    if (v->kind == FZ_VALUE_LITERAL && v->type.dtype == FZ_I64 &&
+        (v->literal.i < min || v->literal.i > max))
+      return fail(c,
+                  "operand %d, the literal %" PRId64 ", is out of range of "
+                  "%s [%" PRId64 ", %" PRId64 "], the dtype it computes in",
+                  k, v->literal.i, fz_dtype_name(target), min, max);
+  }
+  return FZ_OK;
+}
+
 static fz_status infer_pointwise(infer_ctx *c, fz_opcode code, int n,
                                  fz_value *const *ops, fz_type *out) {
   fz_status st = infer_pointwise_shape(c, n, ops, out);
@@ -298,7 +353,7 @@ static fz_status infer_pointwise(infer_ctx *c, fz_opcode code, int n,
     return fail(c, "subtraction of bool values is not supported (as in "
                    "PyTorch); use ne or a cast");
   out->dtype = fz_op_result_dtype(code, p);
-  return FZ_OK;
+  return check_literal_ranges(c, code, n, ops, p, out->dtype);
 }
 
 static fz_status infer_reduction(infer_ctx *c, fz_opcode code,
@@ -452,13 +507,10 @@ static count count_elements(const fz_type *t) {
   count n = {.constant = 1};
   for (int i = 0; i < t->rank; i++) {
     fz_extent e = fz_axis_extent(&t->axes[i]);
-    if (e.symbol >= 0) {
+    if (e.symbol >= 0)
       n.symbols[n.num_symbols++] = e.symbol;
-    } else if (e.value != 0 && n.constant > INT64_MAX / e.value) {
+    else if (!fz_size_mul(n.constant, e.value, &n.constant))
       n.overflow = true;
-    } else {
-      n.constant *= e.value;
-    }
   }
   qsort(n.symbols, (size_t)n.num_symbols, sizeof n.symbols[0], cmp_i32);
   return n;
@@ -529,6 +581,24 @@ static fz_status infer_full(infer_ctx *c, fz_opcode code,
     if (s->axes[0].kind != FZ_AXIS_ITER)
       return fail(c, "result axis must not be a broadcast axis");
   }
+  /* Integer results hold their fill, start and step in their range
+   * (bool: 0 or 1); float ones convert them by IEEE rounding. */
+  char what[64];
+  if (code == FZ_OP_FULL) {
+    snprintf(what, sizeof what, "%s: fill value", c->op);
+    if (!fz_dtype_is_float(s->dtype))
+      st = fz_check_int_in_dtype(attrs->fill.i, s->dtype, what, c->err);
+  } else if (!fz_dtype_is_float(s->dtype)) {
+    snprintf(what, sizeof what, "%s: start", c->op);
+    if (attrs->has_iota_start)
+      st = fz_check_int_in_dtype(attrs->iota_start.i, s->dtype, what,
+                                  c->err);
+    snprintf(what, sizeof what, "%s: step", c->op);
+    if (!st && attrs->has_iota_step)
+      st = fz_check_int_in_dtype(attrs->iota_step.i, s->dtype, what, c->err);
+  }
+  if (st)
+    return st;
   out->dtype = s->dtype;
   out->rank = s->rank;
   memcpy(out->axes, s->axes, sizeof out->axes[0] * (size_t)s->rank);
@@ -555,11 +625,13 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
   if (!attrs)
     attrs = &none;
   fz_value *a = num_operands > 0 ? operands[0] : NULL;
+  fz_status st = FZ_OK;
   switch (info->kind) {
   case FZ_KIND_UNARY:
   case FZ_KIND_BINARY:
   case FZ_KIND_TERNARY:
-    return infer_pointwise(&c, code, num_operands, operands, out);
+    st = infer_pointwise(&c, code, num_operands, operands, out);
+    break;
   case FZ_KIND_CAST: {
     if (!attrs->shape)
       return fail(&c, "needs a target dtype (attrs->shape is NULL)");
@@ -570,24 +642,39 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
     break;
   }
   case FZ_KIND_REDUCTION:
-    return infer_reduction(&c, code, a, attrs, out);
+    st = infer_reduction(&c, code, a, attrs, out);
+    break;
   case FZ_KIND_BROADCAST:
-    return infer_broadcast(&c, a, attrs, out);
+    st = infer_broadcast(&c, a, attrs, out);
+    break;
   case FZ_KIND_SQUEEZE:
-    return infer_squeeze(&c, a, attrs, out);
+    st = infer_squeeze(&c, a, attrs, out);
+    break;
   case FZ_KIND_EXPAND:
-    return infer_expand(&c, a, attrs, out);
+    st = infer_expand(&c, a, attrs, out);
+    break;
   case FZ_KIND_PERMUTE:
-    return infer_permute(&c, a, attrs, out);
+    st = infer_permute(&c, a, attrs, out);
+    break;
   case FZ_KIND_RESHAPE:
-    return infer_reshape(&c, a, attrs, out);
+    st = infer_reshape(&c, a, attrs, out);
+    break;
   case FZ_KIND_SET:
     *out = a->type;
     break;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
-    return infer_full(&c, code, attrs, out);
+    st = infer_full(&c, code, attrs, out);
+    break;
   }
+  if (st)
+    return st;
+  /* Operands of checked sizes can still meet in a larger result (an
+   * [N, b1] and a [b1, M] operand give [N, M]), and a cast widens. */
+  char what[96];
+  snprintf(what, sizeof what, "%s: result", info->name);
+  if ((st = check_constant_size(out, what, err)))
+    return st;
   /* Results start without a declared layout. */
   out->has_layout = false;
   memset(out->alloc_order, 0, sizeof out->alloc_order);

@@ -78,11 +78,13 @@ fz_status fz_interp_new_dense(fz_interp *in, const fz_value *v,
   if (st)
     return st;
   int64_t n;
-  if (!fz_interp_count(out->rank, out->sizes, &n) ||
-      n > MAX_BUFFER_BYTES / (int64_t)sizeof(fz_scalar))
+  fz_interp_label(v, l, sizeof l);
+  if ((st = fz_size_of(out->rank, out->sizes, out->dtype, l, FZ_ERR_ARGUMENT,
+                       &n, NULL, in->err)))
+    return st;
+  if (n > MAX_BUFFER_BYTES / (int64_t)sizeof(fz_scalar))
     return fz_error_set(in->err, FZ_ERR_OUT_OF_MEMORY,
-                        "%s: too many elements for the interpreter",
-                        fz_interp_label(v, l, sizeof l));
+                        "%s: too many elements for the interpreter", l);
   if (count < 0)
     count = n;
   size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(fz_scalar);
@@ -92,7 +94,7 @@ fz_status fz_interp_new_dense(fz_interp *in, const fz_value *v,
     free(buf);
     return fz_error_set(in->err, FZ_ERR_OUT_OF_MEMORY,
                         "%s: cannot allocate %zu bytes",
-                        fz_interp_label(v, l, sizeof l), bytes);
+                        l, bytes);
   }
   buf->data = data;
   buf->refs = 1;

@@ -35,8 +35,6 @@ const char *fz_interp_label(const fz_value *v, char *buf, size_t size);
 fz_status fz_interp_value_sizes(const fz_fusion *f, const fz_value *v,
                                 const fz_bindings *b, int64_t *sizes,
                                 fz_error *err);
-/* Product of sizes; false if it overflows int64 or a size is negative. */
-bool fz_interp_count(int rank, const int64_t *sizes, int64_t *count);
 /* Checks outputs against the fusion's (dtype, rank, sizes) and that every
  * tensor with elements has data, before anything is written. */
 fz_status fz_interp_check_args(const fz_fusion *f, const fz_bindings *b,
@@ -151,7 +149,9 @@ void fz_interp_dense_strides(int rank, const int64_t *sizes, const int *order,
                              int64_t *strides);
 /* A new dense view of value v laid out in `order` (NULL: row-major),
  * backed by `count` elements (v's own element count when count < 0).
- * FZ_ERR_OUT_OF_MEMORY when the count overflows or malloc fails. */
+ * FZ_ERR_ARGUMENT when the count overflows int64 (fz_bind_inputs refuses
+ * such sizes first), FZ_ERR_OUT_OF_MEMORY when it is too large for the
+ * interpreter or malloc fails. */
 fz_status fz_interp_new_dense(fz_interp *in, const fz_value *v,
                               const int *order, int64_t count, fz_iview *out);
 /* The view of an operand; a literal becomes a scalar view in *tmp. */

@@ -7,7 +7,9 @@
  * was bound first, because "size mismatch" alone sends users hunting.
  *
  * A symbol in an op's result that no input binds is an error here, before
- * anything runs, rather than a surprise halfway through.
+ * anything runs, rather than a surprise halfway through, and so are sizes
+ * that make any value's element count or byte size overflow int64
+ * (fz_check_sizes): everything after binding multiplies sizes unchecked.
  */
 #include "interp.h"
 
@@ -21,19 +23,6 @@ const char *fz_interp_label(const fz_value *v, char *buf, size_t size) {
   else
     snprintf(buf, size, "%%%d", v->id);
   return buf;
-}
-
-bool fz_interp_count(int rank, const int64_t *sizes, int64_t *count) {
-  int64_t n = 1;
-  for (int i = 0; i < rank; i++) {
-    if (sizes[i] < 0)
-      return false;
-    if (sizes[i] != 0 && n > INT64_MAX / sizes[i])
-      return false;
-    n *= sizes[i];
-  }
-  *count = n;
-  return true;
 }
 
 static const char *symbol_name(const fz_fusion *f, int32_t s) {
@@ -190,6 +179,9 @@ fz_status fz_bind_inputs(const fz_fusion *f, const fz_host_tensor *inputs,
     st = bind_input(f, i, &inputs[i], values, origins, err);
   if (!st)
     st = check_results(f, values, err);
+  /* Sizes that fit each input can still meet in a larger value. */
+  if (!st)
+    st = fz_check_sizes(f, values, FZ_ERR_ARGUMENT, err);
   free(origins);
   if (st) {
     free(values);
@@ -228,10 +220,13 @@ fz_status fz_output_sizes(const fz_fusion *f, int output, const fz_bindings *b,
 
 static fz_status check_tensor_data(const fz_host_tensor *t, const char *what,
                                    int index, fz_error *err) {
+  char label[64];
+  snprintf(label, sizeof label, "%s %d", what, index);
   int64_t n;
-  if (!fz_interp_count(t->rank, t->sizes, &n))
-    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
-                        "%s %d: the element count overflows", what, index);
+  fz_status st = fz_size_span(t->rank, t->sizes, t->strides, t->dtype, label,
+                              FZ_ERR_ARGUMENT, &n, err);
+  if (st)
+    return st;
   if (n > 0 && !t->data)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "%s %d: data is NULL", what,
                         index);

@@ -336,7 +336,8 @@ static bool is_row_major(const fz_iview *v) {
 static fz_status eval_reshape(fz_interp *in, const fz_op *op,
                               const fz_iview *src, fz_iview *r) {
   int64_t count;
-  if (!fz_interp_count(r->rank, r->sizes, &count) ||
+  if (fz_size_of(r->rank, r->sizes, r->dtype, "reshape", FZ_ERR_INVALID,
+                 &count, NULL, NULL) ||
       count != fz_iview_count(src))
     return fz_interp_invalid(in, op,
                              "the operand has %" PRId64 " elements, the "

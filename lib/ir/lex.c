@@ -9,7 +9,8 @@
  * Numbers are converted here. Integers are accumulated with an explicit
  * overflow check (strtoll would silently clamp); floats go through strtod
  * in the "C" locale, so that an application that set a locale with a
- * decimal comma still reads `0.5` as one half.
+ * decimal comma still reads `0.5` as one half, and are refused when they
+ * overflow to inf or underflow to zero (lex_number).
  *
  * A diagnostic shows the offending line (a window of it, if the line is
  * long) with a caret under the token, in the style of chibicc and clang.
@@ -109,7 +110,20 @@ static double strtod_c(lexer *lx, const char *s) {
   return v;
 }
 
-/* number = "-"? digit+ ("." digit*)? (("e"|"E") ("+"|"-")? digit+)? */
+/* Whether the significand (what precedes the exponent) of a float literal
+ * is nonzero. */
+static bool has_nonzero_digit(const char *number) {
+  for (const char *c = number; *c && *c != 'e' && *c != 'E'; c++)
+    if (*c >= '1' && *c <= '9')
+      return true;
+  return false;
+}
+
+/* number = "-"? digit+ ("." digit*)? (("e"|"E") ("+"|"-")? digit+)?
+ * A float literal is rounded to the nearest f64 (subnormals included), and
+ * one that f64 cannot hold as a nonzero finite number is refused rather
+ * than silently turned into inf or 0: 1e999 and 1e-999 are both errors
+ * (inf, -inf and 0.0 say those values outright). */
 static fz_status lex_number(lexer *lx, fz_token *t, fz_error *err) {
   const char *s = lx->src->text;
   size_t start = lx->pos, q = lx->pos;
@@ -161,6 +175,10 @@ static fz_status lex_number(lexer *lx, fz_token *t, fz_error *err) {
       return lex_error(
           lx, start, q - start, err,
           "float literal is out of range (write inf for infinity)");
+    if (v == 0 && has_nonzero_digit(buf))
+      return lex_error(lx, start, q - start, err,
+                       "float literal underflows to zero (write 0.0 for "
+                       "zero)");
     t->kind = FZ_TK_FLOAT;
     t->f = v;
   } else {

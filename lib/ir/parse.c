@@ -266,7 +266,7 @@ static bool count_axes(count *n, const fz_axis *axes, int rank, int skip) {
     fz_extent e = fz_axis_extent(&axes[i]);
     if (e.symbol >= 0)
       n->symbols[n->num_symbols++] = e.symbol;
-    else if (__builtin_mul_overflow(n->constant, e.value, &n->constant))
+    else if (!fz_size_mul(n->constant, e.value, &n->constant))
       return false;
   }
   return true;
@@ -433,10 +433,13 @@ static fz_status type_mismatch(parser *p, const ptype *declared,
 /* ---- grammar ------------------------------------------------------------- */
 
 /* axis-list = "(" (integer ("," integer)*)? ")"
- * Reads at most FZ_MAX_RANK axes, each in [0, FZ_MAX_RANK); toks[i] is
- * where axis i was written. */
-static fz_status parse_axis_list(parser *p, const char *attr, int *axes,
-                                 int *count, const fz_token **toks) {
+ * Reads at most FZ_MAX_RANK axes, each in [0, FZ_MAX_RANK), or in
+ * [-FZ_MAX_RANK, FZ_MAX_RANK) for an op's dims and perm, whose negative
+ * entries count from the end as in PyTorch (make_attrs wraps them, since
+ * only the operand tells the rank); toks[i] is where axis i was written. */
+static fz_status parse_axis_list(parser *p, const char *attr,
+                                 bool allow_negative, int *axes, int *count,
+                                 const fz_token **toks) {
   fz_status st;
   *count = 0;
   if ((st = expect(p, FZ_TK_LPAREN, "'('")) != FZ_OK)
@@ -451,7 +454,7 @@ static fz_status parse_axis_list(parser *p, const char *attr, int *axes,
     const fz_token *t = next(p);
     if (*count == FZ_MAX_RANK)
       return ERROR(p, t, "too many axes in %s (at most %d)", attr, FZ_MAX_RANK);
-    if (t->i < 0 || t->i >= FZ_MAX_RANK)
+    if (t->i < (allow_negative ? -FZ_MAX_RANK : 0) || t->i >= FZ_MAX_RANK)
       return ERROR(p, t, "axis %lld is out of range", (long long)t->i);
     toks[*count] = t;
     axes[(*count)++] = (int)t->i;
@@ -477,6 +480,20 @@ static fz_status check_axes(parser *p, const char *attr, const int *axes,
       return ERROR(p, toks[i], "axis %d appears twice in %s", axes[i], attr);
     seen[axes[i]] = true;
   }
+  return FZ_OK;
+}
+
+/* Negative axes become axis + rank (fz_wrap_axes); one below -rank is
+ * reported where it was written. */
+static fz_status wrap_axes(parser *p, int *axes, int count,
+                           const fz_token **toks, int rank,
+                           const char *of_what) {
+  int original[FZ_MAX_RANK];
+  memcpy(original, axes, sizeof *axes * (size_t)count);
+  int bad = fz_wrap_axes(count, axes, rank);
+  if (bad >= 0 && original[bad] < 0)
+    return ERROR(p, toks[bad], "axis %d is out of range for %s of rank %d",
+                 original[bad], of_what, rank);
   return FZ_OK;
 }
 
@@ -530,10 +547,10 @@ static fz_status parse_layout(parser *p, ptype *t) {
       return ERROR(p, kw, "duplicate %s", is_layout ? "layout" : "noncontig");
     if (is_layout) {
       layout_kw = kw;
-      st = parse_axis_list(p, "layout", order, &num_order, order_toks);
+      st = parse_axis_list(p, "layout", false, order, &num_order, order_toks);
     } else {
       nc_kw = kw;
-      st = parse_axis_list(p, "noncontig", nc, &num_nc, nc_toks);
+      st = parse_axis_list(p, "noncontig", false, nc, &num_nc, nc_toks);
     }
     if (st != FZ_OK)
       return st;
@@ -639,24 +656,39 @@ static bool parse_literal(parser *p, plit *l) {
 }
 
 /* A literal as a value of the result's dtype class (full's fill value,
- * iota's start and step). */
+ * iota's start and step): any number for a float result (rounded to its
+ * dtype, overflowing to inf, as PyTorch converts), an integral number in
+ * range for an integer result (out of range is refused, as PyTorch
+ * refuses torch.full((4,), 300, dtype=torch.int8)), true or false for
+ * bool. */
 static fz_status literal_scalar(parser *p, const plit *l, fz_dtype dtype,
                                 const char *what, fz_scalar *out) {
-  if (fz_dtype_is_float(dtype)) {
-    if (l->kind == PL_BOOL)
-      return ERROR(p, l->tok, "%s of a %s result must be a number", what,
-                   fz_dtype_name(dtype));
-    out->f = l->kind == PL_INT ? (double)l->i : l->f;
-  } else if (fz_dtype_is_integer(dtype)) {
-    if (l->kind != PL_INT)
-      return ERROR(p, l->tok, "%s of a %s result must be an integer", what,
-                   fz_dtype_name(dtype));
-    out->i = l->i;
-  } else {
+  fz_error why = {0};
+  if (dtype == FZ_BOOL) {
     if (l->kind != PL_BOOL)
       return ERROR(p, l->tok, "%s of a bool result must be true or false",
                    what);
     out->i = l->i;
+    return FZ_OK;
+  }
+  if (l->kind == PL_BOOL)
+    return ERROR(p, l->tok, "%s of a %s result must be a number", what,
+                 fz_dtype_name(dtype));
+  if (l->kind == PL_FLOAT && fz_dtype_is_integer(dtype) &&
+      (isnan(l->f) || (isfinite(l->f) && l->f != floor(l->f))))
+    return ERROR(p, l->tok, "%s of a %s result must be an integer", what,
+                 fz_dtype_name(dtype));
+  fz_status st =
+      l->kind == PL_FLOAT
+          ? fz_scalar_of_double(l->f, dtype, what, out, &why)
+          : fz_check_int_in_dtype(l->i, dtype, what, &why);
+  if (st)
+    return ERROR(p, l->tok, "%s", why.message);
+  if (l->kind == PL_INT) {
+    if (fz_dtype_is_float(dtype))
+      out->f = (double)l->i;
+    else
+      out->i = l->i;
   }
   return FZ_OK;
 }
@@ -739,9 +771,11 @@ static fz_status parse_attribute(parser *p, pop *op) {
   *slot = next(p);
   fz_status st;
   if (slot == &op->dims_tok)
-    return parse_axis_list(p, "dims", op->dims, &op->num_dims, op->dims_toks);
+    return parse_axis_list(p, "dims", true, op->dims, &op->num_dims,
+                           op->dims_toks);
   if (slot == &op->perm_tok)
-    return parse_axis_list(p, "perm", op->perm, &op->num_perm, op->perm_toks);
+    return parse_axis_list(p, "perm", true, op->perm, &op->num_perm,
+                           op->perm_toks);
   if (slot == &op->keepdim_tok)
     return FZ_OK;
   plit *l = slot == &op->start_tok ? &op->start : &op->step;
@@ -798,8 +832,17 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
   if (info->kind == FZ_KIND_PERMUTE && !op->perm_tok)
     return ERROR(p, op->keyword, "'permute' needs perm(...)");
   if (op->dims_tok) {
-    /* Duplicates are an error; order is not (dims are a set). */
-    if ((st = check_axes(p, "dims", op->dims, op->num_dims, op->dims_toks,
+    /* Negative dims count from the end of the operand (of the result, for
+     * broadcast); duplicates are an error, order is not (dims are a
+     * set). */
+    int rank = op->operands[0]->type.rank;
+    if (info->kind == FZ_KIND_BROADCAST)
+      rank += op->num_dims;
+    if ((st = wrap_axes(p, op->dims, op->num_dims, op->dims_toks, rank,
+                        info->kind == FZ_KIND_BROADCAST ? "the result"
+                                                        : "an operand")) !=
+            FZ_OK ||
+        (st = check_axes(p, "dims", op->dims, op->num_dims, op->dims_toks,
                          FZ_MAX_RANK, "a tensor")) != FZ_OK)
       return st;
     a->num_dims = op->num_dims;
@@ -813,8 +856,10 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
       return ERROR(p, op->perm_tok,
                    "perm must list all %d axes of the operand, not %d", rank,
                    op->num_perm);
-    if ((st = check_axes(p, "perm", op->perm, op->num_perm, op->perm_toks, rank,
-                         "an operand")) != FZ_OK)
+    if ((st = wrap_axes(p, op->perm, op->num_perm, op->perm_toks, rank,
+                        "an operand")) != FZ_OK ||
+        (st = check_axes(p, "perm", op->perm, op->num_perm, op->perm_toks,
+                         rank, "an operand")) != FZ_OK)
       return st;
     memcpy(a->perm, op->perm, sizeof a->perm);
   }
@@ -926,6 +971,13 @@ static fz_status parse_argument(parser *p) {
     return st;
   fz_type t = make_type(p, &declared);
   t.has_layout = true; /* row-major unless declared otherwise */
+  char what[64];
+  fz_error why = {0};
+  snprintf(what, sizeof what, "%.*s",
+           (int)(name->length > 40 ? 40 : name->length), text_of(p, name));
+  if (fz_check_type(p->f, &t, what, &why) != FZ_OK)
+    return fz_diag(p->err, why.status, p->src, declared.tok, "%s",
+                   why.message);
   return define(p, name, fz_add_input(p->f, NULL, &t));
 }
 

@@ -3,6 +3,8 @@
  */
 #include "fz/ir.h"
 
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +99,58 @@ bool fz_dtype_is_float(fz_dtype d) {
 
 bool fz_dtype_is_integer(fz_dtype d) {
   return d == FZ_I64 || d == FZ_I32 || d == FZ_I8;
+}
+
+bool fz_dtype_int_range(fz_dtype d, int64_t *min, int64_t *max) {
+  switch (d) {
+  case FZ_I64: *min = INT64_MIN, *max = INT64_MAX; return true;
+  case FZ_I32: *min = INT32_MIN, *max = INT32_MAX; return true;
+  case FZ_I8: *min = INT8_MIN, *max = INT8_MAX; return true;
+  case FZ_BOOL: *min = 0, *max = 1; return true;
+  default: return false;
+  }
+}
+
+fz_status fz_check_int_in_dtype(int64_t v, fz_dtype dtype, const char *what,
+                                fz_error *err) {
+  int64_t min, max;
+  if (!fz_dtype_int_range(dtype, &min, &max) || (v >= min && v <= max))
+    return FZ_OK;
+  return fz_error_set(err, FZ_ERR_INVALID,
+                      "%s %" PRId64 " is out of range of %s [%" PRId64
+                      ", %" PRId64 "]",
+                      what, v, fz_dtype_name(dtype), min, max);
+}
+
+fz_status fz_scalar_of_double(double v, fz_dtype dtype, const char *what,
+                              fz_scalar *out, fz_error *err) {
+  if (fz_dtype_is_float(dtype)) {
+    out->f = v;
+    return FZ_OK;
+  }
+  if (dtype == FZ_BOOL) {
+    out->i = v != 0;
+    return FZ_OK;
+  }
+  int64_t min, max;
+  fz_dtype_int_range(dtype, &min, &max);
+  /* [-2^63, 2^63) holds every i64, and converts exactly. */
+  if (!(v >= -0x1p63 && v < 0x1p63) || (int64_t)v < min || (int64_t)v > max) {
+    if (isnan(v))
+      return fz_error_set(err, FZ_ERR_INVALID,
+                          "%s nan is not an integer, as %s needs", what,
+                          fz_dtype_name(dtype));
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s %.15g is out of range of %s [%" PRId64
+                        ", %" PRId64 "]",
+                        what, v, fz_dtype_name(dtype), min, max);
+  }
+  if (v != floor(v))
+    return fz_error_set(err, FZ_ERR_INVALID,
+                        "%s %.15g is not an integer, as %s needs", what, v,
+                        fz_dtype_name(dtype));
+  out->i = (int64_t)v;
+  return FZ_OK;
 }
 
 static void buf_reserve(fz_buf *b, size_t extra) {

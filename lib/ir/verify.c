@@ -2,8 +2,9 @@
  *
  * Passes run the verifier between them, so it must catch what a buggy
  * rewrite leaves behind, not only what bad text can express: a use before
- * its definition, a value from another fusion, a stale result type, a
- * duplicate name, an output that was deleted. It walks the fusion once in
+ * its definition, a value (or literal) from another fusion, a stale result
+ * type, constant extents whose product overflows int64, a duplicate name,
+ * an output that was deleted. It walks the fusion once in
  * SSA order with a table indexed by value id of the values defined so far
  * (ids are unique and below next_value_id). Type rules are not restated
  * here: each op's type is recomputed by fz_infer_type (infer.c, shared
@@ -62,6 +63,9 @@ static fz_status define(verifier *vf, const fz_value *v, const char *op) {
                         "%s: defined twice (id %d already belongs to a "
                         "defined value)",
                         what, v->id);
+  if (v->owner != vf->f)
+    return fz_error_set(vf->err, FZ_ERR_INVALID,
+                        "%s: the value belongs to another fusion", what);
   if (v->name && !valid_name(v->name))
     return fz_error_set(vf->err, FZ_ERR_INVALID,
                         "%s: invalid name (names use [A-Za-z0-9_.] and are "
@@ -82,6 +86,12 @@ static bool is_defined(const verifier *vf, const fz_value *v) {
 
 static fz_status check_literal(verifier *vf, const fz_value *lit,
                                const char *res, const char *op, int k) {
+  /* Ids do not tell literals apart (they are in no table): the owner
+   * does. Another fusion's literal would dangle once it is destroyed. */
+  if (lit->owner != vf->f)
+    return fz_error_set(vf->err, FZ_ERR_INVALID,
+                        "%s: %s: operand %d is a literal of another fusion",
+                        res, op, k);
   fz_dtype d = lit->type.dtype;
   if (lit->type.rank != 0 || (d != FZ_F64 && d != FZ_I64 && d != FZ_BOOL))
     return fz_error_set(vf->err, FZ_ERR_INVALID,

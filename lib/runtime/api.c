@@ -3,23 +3,26 @@
  * memory.c and device.c keep CUdeviceptr/CUstream in their signatures,
  * types that fz.h cannot name without the driver header. An embedder
  * holds plain integers and void pointers instead, so these wrappers only
- * convert and forward; all checking and error naming stays where it is.
+ * check their arguments (before anything touches the driver), convert and
+ * forward; the driver's errors are named where they are.
  */
 #include "runtime/cuda.h"
 
 fz_status fz_device_memory_copy_from_host(fz_device *device, uint64_t dst,
                                           const void *src, size_t bytes,
                                           fz_error *err) {
-  if (!device)
-    return fz_error_set(err, FZ_ERR_ARGUMENT, "copy: device is NULL");
+  if (!device || (bytes && !src))
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "copy: %s is NULL",
+                        device ? "the host source" : "device");
   return fz_copy_to_device(device, (CUdeviceptr)dst, src, bytes, err);
 }
 
 fz_status fz_device_memory_copy_to_host(fz_device *device, void *dst,
                                         uint64_t src, size_t bytes,
                                         fz_error *err) {
-  if (!device)
-    return fz_error_set(err, FZ_ERR_ARGUMENT, "copy: device is NULL");
+  if (!device || (bytes && !dst))
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "copy: %s is NULL",
+                        device ? "the host destination" : "device");
   return fz_copy_to_host(device, dst, (CUdeviceptr)src, bytes, err);
 }
 

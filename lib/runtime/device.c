@@ -68,14 +68,18 @@ static fz_status query_props(fz_device *d, fz_error *err) {
 }
 
 fz_status fz_device_open(int ordinal, fz_device **out, fz_error *err) {
+  /* Arguments first: a bad call is the caller's error whether or not this
+   * machine has a driver. */
+  if (!out)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "fz_device_open: out is NULL");
   *out = NULL;
+  if (ordinal < 0)
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "device ordinal %d is negative",
+                        ordinal);
   const fz_cuda *cu;
   fz_status st = fz_cuda_load(&cu, err);
   if (st)
     return st;
-  if (ordinal < 0)
-    return fz_error_set(err, FZ_ERR_ARGUMENT, "device ordinal %d is negative",
-                        ordinal);
   int count = 0;
   if ((st = FZ_CU(cu, err, cuDeviceGetCount, &count)))
     return st;

@@ -36,6 +36,9 @@ static const char *value_label(const fz_value *v, char *buf, size_t n) {
 
 fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
                              fz_executor **out, fz_error *err) {
+  if (!out)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_executor_create: out is NULL");
   *out = NULL;
   if (!fusion || !device)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
@@ -88,6 +91,13 @@ const char *fz_executor_last_ptx(const fz_executor *ex) {
 
 fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
                                  uint64_t *out, fz_error *err) {
+  if (!out)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_device_memory_alloc: out is NULL");
+  *out = 0;
+  if (!device)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_device_memory_alloc: device is NULL");
   CUdeviceptr p = 0;
   fz_status st = fz_device_alloc(device, bytes, &p, err);
   *out = p;
@@ -96,6 +106,9 @@ fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
 
 fz_status fz_device_memory_free(fz_device *device, uint64_t ptr,
                                 fz_error *err) {
+  if (!device && ptr)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_device_memory_free: device is NULL");
   return fz_device_free(device, (CUdeviceptr)ptr, err);
 }
 
@@ -106,13 +119,6 @@ static unsigned alignment_of(uint64_t ptr) {
   while (a > 1 && ptr % a)
     a /= 2;
   return a;
-}
-
-static int64_t numel(const fz_device_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++)
-    n *= t->sizes[i];
-  return n;
 }
 
 static fz_status check_tensor(const fz_device_tensor *t, const fz_value *v,
@@ -138,8 +144,17 @@ static fz_status check_tensor(const fz_device_tensor *t, const fz_value *v,
                           "strides are not supported",
                           what, label, i, (long long)t->strides[i]);
   }
+  /* Offsets up to the span, in bytes, must fit the kernels' int64
+   * arithmetic: this is where a caller's sizes and strides enter. */
+  char whose[96];
+  snprintf(whose, sizeof whose, "%s %s", what, label);
+  int64_t span;
+  fz_status st = fz_size_span(t->rank, t->sizes, t->strides, t->dtype, whose,
+                              FZ_ERR_ARGUMENT, &span, err);
+  if (st)
+    return st;
   size_t esize = fz_dtype_size(t->dtype);
-  if (numel(t) > 0 && t->data == 0)
+  if (span > 0 && t->data == 0)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "%s %s: data is NULL", what,
                         label);
   if (t->data % esize != 0)
@@ -166,7 +181,8 @@ static bool non_overlapping(const fz_device_tensor *t) {
   for (int i = 0; i < n; i++) {
     if (t->strides[idx[i]] < span)
       return false;
-    span = t->strides[idx[i]] * t->sizes[idx[i]];
+    if (!fz_size_mul(t->strides[idx[i]], t->sizes[idx[i]], &span))
+      span = INT64_MAX; /* past the checked span: nothing may follow */
   }
   return true;
 }
@@ -202,6 +218,10 @@ fz_status fz_executor_output_layout(fz_executor *ex,
                                     const fz_device_tensor *inputs,
                                     int num_inputs, int output,
                                     fz_device_tensor *out, fz_error *err) {
+  if (!ex || !out || (num_inputs > 0 && !inputs))
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_executor_output_layout: %s is NULL",
+                        !ex ? "the executor" : !out ? "out" : "inputs");
   const fz_fusion *f = ex->fusion;
   if (output < 0 || output >= f->num_outputs)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "no output %d (fusion has %d)",
@@ -291,6 +311,11 @@ static fz_status launch(const signature_entry *e, const step *s,
 fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
                           int num_inputs, fz_device_tensor *outputs,
                           int num_outputs, void *stream, fz_error *err) {
+  if (!ex || (num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs))
+    return fz_error_set(err, FZ_ERR_ARGUMENT, "fz_executor_run: %s is NULL",
+                        !ex       ? "the executor"
+                        : !inputs ? "inputs"
+                                  : "outputs");
   const fz_fusion *f = ex->fusion;
   if (num_inputs != f->num_inputs)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
@@ -352,9 +377,13 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
   for (int i = 0; i < num_outputs && st == FZ_OK; i++) {
     if (outputs[i].data != 0)
       continue;
-    size_t bytes = (size_t)numel(&out[i]) * fz_dtype_size(out[i].dtype);
+    int64_t bytes = 0;
+    st = fz_size_of(out[i].rank, out[i].sizes, out[i].dtype,
+                    value_label(f->outputs[i], label, sizeof label),
+                    FZ_ERR_ARGUMENT, NULL, &bytes, err);
     CUdeviceptr p = 0;
-    st = fz_device_alloc(ex->device, bytes ? bytes : 1, &p, err);
+    if (st == FZ_OK)
+      st = fz_device_alloc(ex->device, bytes ? (size_t)bytes : 1, &p, err);
     out[i].data = p;
     if (st == FZ_OK)
       allocated[num_allocated++] = i;

@@ -42,10 +42,12 @@ static void describe(const fz_device_tensor *t, fz_tensor_desc *d) {
   memcpy(d->strides, t->strides, sizeof d->strides);
 }
 
+/* The sizes of every value were checked when the call's inputs were bound
+ * (fz_bind_inputs runs fz_check_sizes), so this cannot fail here. */
 static int64_t desc_numel(const fz_tensor_desc *d) {
-  int64_t n = 1;
-  for (int i = 0; i < d->rank; i++)
-    n *= d->sizes[i];
+  int64_t n = 0;
+  fz_size_of(d->rank, d->sizes, d->dtype, "tensor", FZ_ERR_INTERNAL, &n, NULL,
+             NULL);
   return n;
 }
 
@@ -114,11 +116,18 @@ static fz_status allocate_intermediates(fz_executor *ex, signature_entry *e,
   size_t *offsets = fz_arena_alloc(e->arena, sizeof(size_t) * (size_t)(n + 1));
   size_t total = 0;
   for (int i = 0; i < n; i++) {
+    const fz_tensor_desc *d = &(*descs)[i];
     fz_intermediate_desc(&s->intermediates[i], symbols, &(*descs)[i]);
     offsets[i] = total;
-    total += round_up((size_t)desc_numel(&(*descs)[i]) *
-                          fz_dtype_size((*descs)[i].dtype),
-                      256);
+    int64_t bytes = 0;
+    fz_status st = fz_size_of(d->rank, d->sizes, d->dtype, "intermediate",
+                              FZ_ERR_OUT_OF_MEMORY, NULL, &bytes, err);
+    if (st != FZ_OK)
+      return st;
+    if (__builtin_add_overflow(total, round_up((size_t)bytes, 256), &total))
+      return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
+                          "the intermediates of @%s need more than %zu bytes",
+                          ex->fusion->name, SIZE_MAX);
   }
   fz_status st =
       fz_device_alloc(ex->device, total, &e->intermediate_block, err);

@@ -5,6 +5,8 @@
 #include "test_util.h"
 #include "type_spec.h"
 
+#include <math.h>
+
 typedef struct snapshot {
   int inputs, ops, symbols, next_id;
 } snapshot;
@@ -193,7 +195,7 @@ START_TEST(reduction_dims_in_any_order_and_negative) {
   snapshot before = snap(f);
   const int twice[2] = {1, -2};
   ck_assert_ptr_null(fz_build_reduction(f, "sum", x, 2, twice, false, &err));
-  ck_assert_err(err, "reduced twice");
+  ck_assert_err(err, "sum: dims name axis 1 twice");
   const int out[1] = {3};
   ck_assert_ptr_null(fz_build_reduction(f, "sum", x, 1, out, false, &err));
   ck_assert_err(err, "out of range");
@@ -412,6 +414,128 @@ START_TEST(built_fusion_round_trips_through_text) {
 }
 END_TEST
 
+/* ---- values of another fusion ---- */
+
+#define ck_assert_foreign(err)                                                 \
+  do {                                                                         \
+    ck_assert_int_eq((err).status, FZ_ERR_ARGUMENT);                           \
+    ck_assert_msg(strstr((err).message, "belongs to another fusion"),          \
+                  "message: %s", (err).message);                               \
+  } while (0)
+
+START_TEST(values_of_another_fusion_are_refused) {
+  fz_fusion *a = fz_fusion_create("a"), *b = fz_fusion_create("b");
+  fz_error err = {0};
+  fz_value *x = input_nk(a, "x");
+  fz_value *y = input_nk(b, "y");
+  snapshot before = snap(b);
+  ck_assert_ptr_null(fz_build_pointwise(b, "exp", 1, &x, &err));
+  ck_assert_foreign(err);
+  ck_assert_ptr_null(
+      fz_build_pointwise(b, "add", 2, (fz_value *const[]){y, x}, &err));
+  ck_assert_foreign(err);
+  const int last[1] = {-1};
+  ck_assert_ptr_null(fz_build_reduction(b, "sum", x, 1, last, false, &err));
+  ck_assert_foreign(err);
+  const int64_t keep[2] = {SYM, SYM};
+  ck_assert_ptr_null(fz_build_expand(b, x, keep, NULL, &err));
+  ck_assert_foreign(err);
+  const int64_t nk[2] = {SYM, SYM};
+  const char *names[2] = {"N", "K"};
+  ck_assert_ptr_null(fz_build_reshape(b, x, 2, nk, names, &err));
+  ck_assert_foreign(err);
+  ck_assert_int_eq(fz_add_output(b, x, &err), FZ_ERR_ARGUMENT);
+  ck_assert_int_eq(fz_value_set_name(b, x, "z", &err), FZ_ERR_ARGUMENT);
+  ck_assert_str_eq(x->name, "x");
+  ck_assert_int_eq(fz_value_axis(b, x, 0, NULL, NULL, NULL, &err),
+                   FZ_ERR_ARGUMENT);
+  ck_assert_unchanged(b, before);
+  ck_assert_int_eq(b->num_outputs, 0);
+
+  /* b holds nothing of a: once a is gone, b still prints and verifies
+   * (under ASan, without reading freed memory). */
+  fz_fusion_destroy(a);
+  fz_value *e = ok(fz_build_pointwise(b, "exp", 1, &y, &err), &err);
+  ck_assert_int_eq(fz_add_output(b, e, &err), FZ_OK);
+  char *text = fz_print(b);
+  ck_assert_ptr_nonnull(text);
+  free(text);
+  ck_assert_int_eq(fz_verify(b, &err), FZ_OK);
+  fz_fusion_destroy(b);
+}
+END_TEST
+
+START_TEST(null_fusion_is_an_argument_error) {
+  fz_fusion *a = fz_fusion_create("a");
+  fz_error err = {0};
+  fz_value *x = input_nk(a, "x");
+  ck_assert_ptr_null(fz_build_pointwise(NULL, "exp", 1, &x, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  const int64_t e[1] = {4};
+  ck_assert_ptr_null(fz_build_expand(NULL, x, e, NULL, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  ck_assert_ptr_null(fz_build_reshape(NULL, x, 1, e, NULL, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  const int d[1] = {0};
+  ck_assert_ptr_null(fz_build_reduction(NULL, "sum", x, 1, d, false, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  fz_fusion_destroy(a);
+}
+END_TEST
+
+/* ---- sizes and values out of range ---- */
+
+START_TEST(input_extents_must_fit_int64) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  snapshot before = snap(f);
+  const int64_t e[3] = {INT64_C(1) << 62, SYM, 4};
+  const char *s[3] = {NULL, "N", NULL};
+  ck_assert_ptr_null(
+      fz_fusion_add_tensor(f, "x", FZ_F32, 3, e, s, NULL, NULL, &err));
+  ck_assert_err(err, "input %x: extent product 4611686018427387904 x 4 "
+                     "overflows int64");
+  ck_assert_unchanged(f, before); /* symbol N was not created */
+  const int64_t bytes[1] = {INT64_C(1) << 61};
+  ck_assert_ptr_null(
+      fz_fusion_add_tensor(f, NULL, FZ_F64, 1, bytes, NULL, NULL, NULL, &err));
+  ck_assert_err(err, "2305843009213693952 elements x 8 bytes overflows int64");
+  ck_assert_unchanged(f, before);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+START_TEST(fill_values_follow_pytorch_ranges) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  const int64_t e[1] = {4};
+  snapshot before = snap(f);
+  ck_assert_ptr_null(fz_build_full(f, FZ_I8, 1, e, NULL, 300, &err));
+  ck_assert_err(err, "full: fill value 300 is out of range of i8 [-128, 127]");
+  ck_assert_ptr_null(fz_build_full(f, FZ_I32, 1, e, NULL, 1e300, &err));
+  ck_assert_err(err, "full: fill value 1e+300 is out of range of i32");
+  ck_assert_ptr_null(fz_build_full(f, FZ_I64, 1, e, NULL, 0x1p63, &err));
+  ck_assert_err(err, "is out of range of i64");
+  ck_assert_ptr_null(fz_build_full(f, FZ_I64, 1, e, NULL, NAN, &err));
+  ck_assert_err(err, "nan is not an integer");
+  ck_assert_ptr_null(fz_build_iota(f, FZ_I8, 4, NULL, 200, 1, &err));
+  ck_assert_err(err, "iota: start 200 is out of range of i8");
+  ck_assert_unchanged(f, before);
+  /* The most negative i64 is exact in a double, and fits. */
+  fz_value *m = ok(fz_build_full(f, FZ_I64, 1, e, NULL, -0x1p63, &err), &err);
+  ck_assert(m->def->fill.i == INT64_MIN);
+  /* A float dtype takes any number; 1e300 is inf once rounded to f32. */
+  fz_value *v = ok(fz_build_full(f, FZ_F32, 1, e, NULL, 1e300, &err), &err);
+  ck_assert_int_eq(fz_add_output(f, v, &err), FZ_OK);
+  float out[4] = {0};
+  fz_host_tensor t = {.dtype = FZ_F32, .rank = 1, .sizes = {4},
+                      .strides = {1}, .data = out};
+  ck_assert_int_eq(fz_interpret(f, NULL, 0, &t, 1, &err), FZ_OK);
+  ck_assert(isinf(out[0]) && out[0] > 0);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -428,6 +552,10 @@ static Suite *make(void) {
   tcase_add_test(tc, reading_the_interface);
   tcase_add_test(tc, naming_values);
   tcase_add_test(tc, built_fusion_round_trips_through_text);
+  tcase_add_test(tc, values_of_another_fusion_are_refused);
+  tcase_add_test(tc, null_fusion_is_an_argument_error);
+  tcase_add_test(tc, input_extents_must_fit_int64);
+  tcase_add_test(tc, fill_values_follow_pytorch_ranges);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -329,13 +329,14 @@ START_TEST(reduction_dims_errors) {
   fz_attrs out = {.num_dims = 1, .dims = {2}};
   expect_build_error(f, FZ_OP_SUM, 1, x, &out,
                      "sum: dim 2 is out of range for an operand of rank 2");
-  fz_attrs neg = {.num_dims = 1, .dims = {-1}};
-  expect_build_error(f, FZ_OP_AMIN, 1, x, &neg, "amin: dim -1 is out of range");
-  fz_attrs unsorted = {.num_dims = 2, .dims = {1, 0}};
-  expect_build_error(f, FZ_OP_SUM, 1, x, &unsorted,
-                     "sum: dims must be sorted and unique, but 0 follows 1");
+  fz_attrs neg = {.num_dims = 1, .dims = {-3}};
+  expect_build_error(f, FZ_OP_AMIN, 1, x, &neg,
+                     "amin: dim -3 is out of range for an operand of rank 2");
   fz_attrs dup = {.num_dims = 2, .dims = {1, 1}};
-  expect_build_error(f, FZ_OP_SUM, 1, x, &dup, "sorted and unique");
+  expect_build_error(f, FZ_OP_SUM, 1, x, &dup, "sum: dims name axis 1 twice");
+  fz_attrs wrapped_dup = {.num_dims = 2, .dims = {1, -1}};
+  expect_build_error(f, FZ_OP_SUM, 1, x, &wrapped_dup,
+                     "sum: dims name axis 1 twice");
   fz_value *s[1] = {ts_input(f, "s", "f32")};
   fz_attrs d0 = {.num_dims = 1, .dims = {0}};
   expect_build_error(f, FZ_OP_SUM, 1, s, &d0, "for an operand of rank 0");
@@ -367,7 +368,12 @@ START_TEST(broadcast_errors) {
                      "broadcast: dim 2 is out of range for the result of "
                      "rank 2");
   fz_attrs dup = {.num_dims = 2, .dims = {0, 0}};
-  expect_build_error(f, FZ_OP_BROADCAST, 1, x, &dup, "sorted and unique");
+  expect_build_error(f, FZ_OP_BROADCAST, 1, x, &dup,
+                     "broadcast: dims name axis 0 twice");
+  fz_attrs low = {.num_dims = 1, .dims = {-3}};
+  expect_build_error(f, FZ_OP_BROADCAST, 1, x, &low,
+                     "broadcast: dim -3 is out of range for the result of "
+                     "rank 2");
   fz_attrs big = {.num_dims = FZ_MAX_RANK, .dims = {0, 1, 2, 3, 4, 5, 6, 7}};
   expect_build_error(f, FZ_OP_BROADCAST, 1, x, &big,
                      "broadcast: result would have rank 9");
@@ -641,6 +647,205 @@ START_TEST(set_layout_rejects_non_permutations) {
 }
 END_TEST
 
+/* ---- operands of another fusion ---- */
+
+/* A refused call: NULL, FZ_ERR_ARGUMENT naming the cause, nothing added. */
+static void expect_refused(fz_fusion *f, fz_value *v, const fz_error *err,
+                           int num_ops, int next_id) {
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(err->status, FZ_ERR_ARGUMENT);
+  ck_assert_msg(strstr(err->message, "belongs to another fusion, not @b"),
+                "message: %s", err->message);
+  ck_assert_int_eq(f->num_ops, num_ops);
+  ck_assert_int_eq(f->next_value_id, next_id);
+}
+
+START_TEST(operands_of_another_fusion_are_refused) {
+  fz_fusion *a = fz_fusion_create("a"), *b = fz_fusion_create("b");
+  fz_value *x = ts_input(a, "x", "f32[4, 1]");
+  fz_value *lit = fz_literal_float(a, 2.0);
+  fz_value *y = ts_input(b, "y", "f32[4, 1]");
+  fz_error err = {0};
+  fz_value *own = ok(fz_unary(b, FZ_OP_NEG, y, &err), &err);
+  int ops = b->num_ops, ids = b->next_value_id;
+  expect_refused(b, fz_unary(b, FZ_OP_EXP, x, &err), &err, ops, ids);
+  expect_refused(b, fz_binary(b, FZ_OP_ADD, y, x, &err), &err, ops, ids);
+  expect_refused(b, fz_binary(b, FZ_OP_MUL, y, lit, &err), &err, ops, ids);
+  expect_refused(b, fz_ternary(b, FZ_OP_FMA, y, y, x, &err), &err, ops, ids);
+  expect_refused(b, fz_cast(b, x, FZ_F16, &err), &err, ops, ids);
+  int d0[] = {0}, d1[] = {1}, perm[] = {1, 0};
+  expect_refused(b, fz_reduce(b, FZ_OP_SUM, x, 1, d0, false, &err), &err, ops,
+                 ids);
+  expect_refused(b, fz_broadcast(b, x, 1, d0, &err), &err, ops, ids);
+  expect_refused(b, fz_squeeze(b, x, 1, d1, &err), &err, ops, ids);
+  expect_refused(b, fz_permute(b, x, perm, &err), &err, ops, ids);
+  expect_refused(b, fz_set(b, x, &err), &err, ops, ids);
+  fz_type same = x->type;
+  expect_refused(b, fz_expand(b, x, &same, &err), &err, ops, ids);
+  expect_refused(b, fz_reshape(b, x, &same, &err), &err, ops, ids);
+  fz_value *operands[1] = {x};
+  expect_refused(b, fz_build(b, FZ_OP_ABS, 1, operands, NULL, &err), &err,
+                 ops, ids);
+
+  ck_assert_int_eq(fz_add_output(b, x, &err), FZ_ERR_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "belongs to another fusion"), "%s",
+                err.message);
+  ck_assert_int_eq(b->num_outputs, 0);
+  ck_assert_int_eq(fz_add_output(b, own, &err), FZ_OK);
+
+  /* Nothing of a is left in b: printing it after a is gone reads no freed
+   * memory (ASan checks this). */
+  fz_fusion_destroy(a);
+  char *text = fz_print(b);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_msg(strstr(text, "%x") == NULL, "%s", text);
+  free(text);
+  ck_assert_int_eq(fz_verify(b, &err), FZ_OK);
+  fz_fusion_destroy(b);
+}
+END_TEST
+
+START_TEST(null_fusion_is_an_argument_error) {
+  fz_fusion *a = fz_fusion_create("a");
+  fz_value *x = ts_input(a, "x", "f32[4]");
+  fz_error err = {0};
+  ck_assert_ptr_null(fz_unary(NULL, FZ_OP_EXP, x, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  ck_assert_ptr_null(fz_literal_int(NULL, 1));
+  ck_assert_int_eq(fz_add_output(NULL, x, &err), FZ_ERR_ARGUMENT);
+  fz_fusion_destroy(a);
+}
+END_TEST
+
+/* ---- dims counted from the end ---- */
+
+START_TEST(negative_dims_count_from_the_end) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_value *x = ts_input(f, "x", "f32[N, 8, b1]");
+  fz_error err = {0};
+  int last[] = {-1}, mixed[] = {-1, 0}, perm[] = {-1, 0, -2};
+  fz_value *s = ok(fz_reduce(f, FZ_OP_SUM, x, 2, mixed, false, &err), &err);
+  ck_assert_type(f, s, "f32[8]");
+  ck_assert_int_eq(s->def->dims[0], 0); /* stored wrapped and sorted */
+  ck_assert_int_eq(s->def->dims[1], 2);
+  fz_value *q = ok(fz_squeeze(f, x, 1, last, &err), &err);
+  ck_assert_type(f, q, "f32[N, 8]");
+  ck_assert_int_eq(q->def->dims[0], 2);
+  /* broadcast's dims are positions in the result (rank 4 here) */
+  fz_value *b = ok(fz_broadcast(f, x, 1, last, &err), &err);
+  ck_assert_type(f, b, "f32[N, 8, b1, b1]");
+  ck_assert_int_eq(b->def->dims[0], 3);
+  fz_value *p = ok(fz_permute(f, x, perm, &err), &err);
+  ck_assert_type(f, p, "f32[b1, N, 8]");
+  ck_assert_int_eq(p->def->perm[0], 2);
+  ck_assert_int_eq(p->def->perm[2], 1);
+  ck_assert_int_eq(fz_add_output(f, s, &err), FZ_OK);
+  ck_assert_int_eq(fz_verify(f, &err), FZ_OK);
+
+  int bad_perm[] = {-4, 0, 1};
+  ck_assert_ptr_null(fz_permute(f, x, bad_perm, &err));
+  ck_assert_err(err, "permute: perm entry 0 is -4, out of range");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+/* ---- sizes ---- */
+
+START_TEST(constant_sizes_must_fit_int64) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  /* a shape attribute: 2^62 x 4 elements */
+  fz_type huge = ts(f, "f32[4611686018427387904, 4]");
+  int ops = f->num_ops, ids = f->next_value_id;
+  ck_assert_ptr_null(fz_full(f, &huge, (fz_scalar){.f = 0}, &err));
+  ck_assert_err(err, "full: result shape: extent product 4611686018427387904 "
+                     "x 4 overflows int64");
+  /* 2^61 elements fit, 2^64 bytes of f64 do not */
+  fz_type wide = ts(f, "f64[2305843009213693952, N]");
+  ck_assert_ptr_null(fz_full(f, &wide, (fz_scalar){.f = 0}, &err));
+  ck_assert_err(err, "2305843009213693952 elements x 8 bytes overflows int64");
+  ck_assert_int_eq(f->num_ops, ops);
+  ck_assert_int_eq(f->next_value_id, ids);
+
+  /* Operands that fit can meet in a result that does not. */
+  fz_value *col = ts_input(f, "col", "f32[1099511627776, b1]");
+  fz_value *row = ts_input(f, "row", "f32[b1, 1099511627776]");
+  ck_assert_ptr_null(fz_binary(f, FZ_OP_ADD, col, row, &err));
+  ck_assert_err(err, "add: result: extent product 1099511627776 x "
+                     "1099511627776 overflows int64");
+  /* ... and a cast can widen past it. */
+  fz_value *bytes = ts_input(f, "bytes", "i8[4611686018427387904]");
+  ck_assert_ptr_null(fz_cast(f, bytes, FZ_F32, &err));
+  ck_assert_err(err, "cast: result: 4611686018427387904 elements x 4 bytes "
+                     "overflows int64");
+  /* An empty tensor still needs its other strides to fit. */
+  fz_type empty = ts(f, "f32[0, 4611686018427387904, 4]");
+  ck_assert_ptr_null(fz_full(f, &empty, (fz_scalar){.f = 0}, &err));
+  ck_assert_err(err, "overflows int64");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+/* ---- literal ranges ---- */
+
+START_TEST(fill_and_iota_values_must_fit_integer_dtypes) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  fz_type i8 = ts(f, "i8[4]");
+  fz_attrs a = {.shape = &i8, .fill.i = INT64_MAX};
+  expect_build_error(f, FZ_OP_FULL, 0, NULL, &a,
+                     "full: fill value 9223372036854775807 is out of range "
+                     "of i8 [-128, 127]");
+  a.fill.i = -129;
+  expect_build_error(f, FZ_OP_FULL, 0, NULL, &a, "-129 is out of range of i8");
+  a.fill.i = -128;
+  ok(fz_build(f, FZ_OP_FULL, 0, NULL, &a, &err), &err);
+  fz_type b = ts(f, "bool[4]");
+  fz_attrs ab = {.shape = &b, .fill.i = 2};
+  expect_build_error(f, FZ_OP_FULL, 0, NULL, &ab,
+                     "full: fill value 2 is out of range of bool [0, 1]");
+  /* float dtypes follow IEEE conversion: 1e300 becomes inf in f32 */
+  fz_type f32 = ts(f, "f32[4]");
+  ok(fz_full(f, &f32, (fz_scalar){.f = 1e300}, &err), &err);
+  fz_attrs ai = {.shape = &i8, .iota_start.i = 300, .has_iota_start = true};
+  expect_build_error(f, FZ_OP_IOTA, 0, NULL, &ai,
+                     "iota: start 300 is out of range of i8 [-128, 127]");
+  fz_attrs as = {.shape = &i8, .iota_step.i = -200, .has_iota_step = true};
+  expect_build_error(f, FZ_OP_IOTA, 0, NULL, &as,
+                     "iota: step -200 is out of range of i8");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+START_TEST(integer_literals_must_fit_the_dtype_they_compute_in) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_value *x = ts_input(f, "x", "i8[4]");
+  fz_value *w = ts_input(f, "w", "i32[4]");
+  fz_value *c = ts_input(f, "c", "bool[4]");
+  fz_error err = {0};
+  fz_value *ops[3] = {x, fz_literal_int(f, 300)};
+  expect_build_error(f, FZ_OP_ADD, 2, ops, NULL,
+                     "add: operand 1, the literal 300, is out of range of i8 "
+                     "[-128, 127], the dtype it computes in");
+  /* comparisons compute in the promoted dtype */
+  expect_build_error(f, FZ_OP_LT, 2, ops, NULL, "lt: operand 1, the literal "
+                                                "300, is out of range of i8");
+  fz_value *where[3] = {c, x, fz_literal_int(f, -1000)};
+  expect_build_error(f, FZ_OP_WHERE, 3, where, NULL,
+                     "where: operand 2, the literal -1000");
+  /* in range, or converted to a float or a wider dtype: fine */
+  ok(fz_binary(f, FZ_OP_ADD, x, fz_literal_int(f, -128), &err), &err);
+  ok(fz_binary(f, FZ_OP_ADD, w, fz_literal_int(f, 300), &err), &err);
+  ok(fz_binary(f, FZ_OP_DIV, x, fz_literal_int(f, 1000), &err), &err);
+  ok(fz_binary(f, FZ_OP_ADD, x, fz_literal_float(f, 1e300), &err), &err);
+  ok(fz_binary(f, FZ_OP_AND, x, fz_literal_int(f, 1000), &err), &err);
+  ok(fz_binary(f, FZ_OP_ADD, fz_literal_int(f, 1000), fz_literal_int(f, 1),
+               &err),
+     &err);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("builder");
   TCase *tc = tcase_create("builder");
@@ -680,6 +885,12 @@ static Suite *make(void) {
   tcase_add_test(tc, iota_defaults_and_rules);
   tcase_add_test(tc, set_layout_declares_result_layout);
   tcase_add_test(tc, set_layout_rejects_non_permutations);
+  tcase_add_test(tc, operands_of_another_fusion_are_refused);
+  tcase_add_test(tc, null_fusion_is_an_argument_error);
+  tcase_add_test(tc, negative_dims_count_from_the_end);
+  tcase_add_test(tc, constant_sizes_must_fit_int64);
+  tcase_add_test(tc, fill_and_iota_values_must_fit_integer_dtypes);
+  tcase_add_test(tc, integer_literals_must_fit_the_dtype_they_compute_in);
   suite_add_tcase(s, tc);
   return s;
 }

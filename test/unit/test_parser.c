@@ -799,6 +799,171 @@ START_TEST(builder_made_fusion_gets_fresh_numbers) {
 }
 END_TEST
 
+/* ---- sizes, number ranges and negative axes ---- */
+
+START_TEST(extent_products_must_fit_int64) {
+  expect_error_status(
+      "fusion @f(%x: f32[4611686018427387904, 4]) {\n  return %x\n}\n",
+      FZ_ERR_INVALID,
+      "test.fz:1:15: error: %x: extent product 4611686018427387904 x 4 "
+      "overflows int64");
+  /* elements fit, bytes do not */
+  expect_error_status(
+      "fusion @f(%x: f32[N, 2305843009213693952]) {\n  return %x\n}\n",
+      FZ_ERR_INVALID,
+      "test.fz:1:15: error: %x: 2305843009213693952 elements x 4 bytes "
+      "overflows int64");
+  /* operands that fit meeting in a result that does not */
+  expect_error_status(
+      "fusion @f(%a: f32[1099511627776, b1], %b: f32[b1, 1099511627776]) {\n"
+      "  %y = add %a, %b : f32[1099511627776, 1099511627776]\n"
+      "  return %y\n}\n",
+      FZ_ERR_INVALID,
+      "test.fz:2:3: error: add: result: extent product 1099511627776 x "
+      "1099511627776 overflows int64");
+  expect_error_status("fusion @f() {\n"
+                      "  %y = full 0 : i8[N, 4611686018427387904, 2]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_INVALID,
+                      "test.fz:2:3: error: full: result shape: extent "
+                      "product 4611686018427387904 x 2 overflows int64");
+  /* The largest sizes that fit are fine. */
+  fz_fusion *f = test_parse("fusion @f(%x: i8[4611686018427387903, 2]) {\n"
+                            "  return %x\n}\n");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+START_TEST(fill_values_must_fit_integer_dtypes) {
+  expect_error_status("fusion @f() {\n"
+                      "  %y = full 9223372036854775807 : i8[4]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_PARSE,
+                      "test.fz:2:13: error: the fill value "
+                      "9223372036854775807 is out of range of i8 [-128, 127]");
+  expect_error_status("fusion @f() {\n  %y = full 1e300 : i32[4]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_PARSE,
+                      "test.fz:2:13: error: the fill value 1e+300 is out of "
+                      "range of i32 [-2147483648, 2147483647]");
+  expect_error_status("fusion @f() {\n  %y = full -inf : i64[4]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_PARSE,
+                      "test.fz:2:13: error: the fill value -inf is out of "
+                      "range of i64 [-9223372036854775808, "
+                      "9223372036854775807]");
+  expect_error_status("fusion @f() {\n  %y = iota start(-129) : i8[4]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_PARSE,
+                      "test.fz:2:19: error: start -129 is out of range of i8 "
+                      "[-128, 127]");
+  expect_error_status("fusion @f() {\n  %y = iota step(4294967296) : i32[4]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_PARSE,
+                      "test.fz:2:18: error: step 4294967296 is out of range "
+                      "of i32 [-2147483648, 2147483647]");
+  /* In range: an integral float is that integer; float dtypes take any
+   * number (IEEE conversion makes 1e300 inf in f32, as in PyTorch). */
+  fz_fusion *f = test_parse("fusion @f() {\n"
+                            "  %a = full -128 : i8[4]\n"
+                            "  %b = full 1e3 : i32[4]\n"
+                            "  %c = full 1e300 : f32[4]\n"
+                            "  return %a, %b, %c\n}\n");
+  ck_assert_int_eq(find_value(f, "a")->def->fill.i, -128);
+  ck_assert_int_eq(find_value(f, "b")->def->fill.i, 1000);
+  ck_assert(find_value(f, "c")->def->fill.f == 1e300);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+START_TEST(literal_operands_must_fit_integer_dtypes) {
+  expect_error_status("fusion @f(%x: i8[4]) {\n"
+                      "  %y = add %x, 300 : i8[4]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_INVALID,
+                      "test.fz:2:3: error: add: operand 1, the literal 300, "
+                      "is out of range of i8 [-128, 127], the dtype it "
+                      "computes in");
+  expect_error_status("fusion @f(%x: i32[4]) {\n"
+                      "  %y = ge %x, -9223372036854775808 : bool[4]\n"
+                      "  return %y\n}\n",
+                      FZ_ERR_INVALID,
+                      "test.fz:2:3: error: ge: operand 1, the literal "
+                      "-9223372036854775808, is out of range of i32 "
+                      "[-2147483648, 2147483647], the dtype it computes in");
+  /* converted to a float, or to a dtype that holds it: fine */
+  fz_fusion *f = test_parse("fusion @f(%x: i8[4]) {\n"
+                            "  %a = div %x, 300 : f32[4]\n"
+                            "  %b = add %x, 1e300 : f32[4]\n"
+                            "  %c = add %x, -128 : i8[4]\n"
+                            "  return %a, %b, %c\n}\n");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+START_TEST(float_literals_overflow_and_underflow_alike) {
+  expect_error("fusion @f(%x: f32[4]) {\n  %y = add %x, 1e-999 : f32[4]\n"
+               "  return %y\n}\n",
+               "test.fz:2:16: error: float literal underflows to zero (write "
+               "0.0 for zero)");
+  expect_error("fusion @f(%x: f32[4]) {\n  %y = add %x, -0.1e-330 : f32[4]\n"
+               "  return %y\n}\n",
+               "test.fz:2:16: error: float literal underflows to zero (write "
+               "0.0 for zero)");
+  expect_error("fusion @f() {\n  %y = full -1e999 : f32[4]\n"
+               "  return %y\n}\n",
+               "test.fz:2:13: error: float literal is out of range (write inf "
+               "for infinity)");
+  /* Zero spelled any way, and subnormals, are numbers f64 holds. */
+  fz_fusion *f = test_parse("fusion @f(%x: f64[4]) {\n"
+                            "  %a = add %x, 0e-999 : f64[4]\n"
+                            "  %b = add %x, 0.000e5 : f64[4]\n"
+                            "  %c = add %x, 4.9e-324 : f64[4]\n"
+                            "  return %a, %b, %c\n}\n");
+  ck_assert(find_value(f, "a")->def->operands[1]->literal.f == 0.0);
+  ck_assert(find_value(f, "b")->def->operands[1]->literal.f == 0.0);
+  ck_assert(find_value(f, "c")->def->operands[1]->literal.f == 0x1p-1074);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+START_TEST(negative_dims_count_from_the_end) {
+  fz_fusion *f = test_parse("fusion @f(%x: f32[N, 8, b1]) {\n"
+                            "  %s = sum %x dims(-1, 0) : f32[8]\n"
+                            "  %q = squeeze %x dims(-1) : f32[N, 8]\n"
+                            "  %b = broadcast %x dims(-1) : f32[N, 8, b1, b1]\n"
+                            "  %p = permute %x perm(-1, 0, -2) : "
+                            "f32[b1, N, 8]\n"
+                            "  return %s, %q, %b, %p\n}\n");
+  char *text = fz_print(f);
+  ck_assert_msg(strstr(text, "%s = sum %x dims(0, 2) : f32[8]") &&
+                    strstr(text, "%q = squeeze %x dims(2) : f32[N, 8]") &&
+                    strstr(text, "dims(3) : f32[N, 8, b1, b1]") &&
+                    strstr(text, "perm(2, 0, 1)"),
+                "%s", text);
+  free(text);
+  fz_fusion_destroy(f);
+  expect_error("fusion @f(%x: f32[4, 4]) {\n"
+               "  %y = sum %x dims(0, -3) : f32\n  return %y\n}\n",
+               "test.fz:2:23: error: axis -3 is out of range for an operand "
+               "of rank 2");
+  expect_error("fusion @f(%x: f32[4]) {\n"
+               "  %y = broadcast %x dims(-3) : f32[4, b1]\n  return %y\n}\n",
+               "test.fz:2:26: error: axis -3 is out of range for the result "
+               "of rank 2");
+  expect_error("fusion @f(%x: f32[4, 4]) {\n"
+               "  %y = sum %x dims(1, -1) : f32[4]\n  return %y\n}\n",
+               "test.fz:2:23: error: axis 1 appears twice in dims");
+  expect_error("fusion @f(%x: f32[4, 5]) {\n"
+               "  %y = permute %x perm(-3, 0) : f32[5, 4]\n  return %y\n}\n",
+               "test.fz:2:24: error: axis -3 is out of range for an operand "
+               "of rank 2");
+  /* Layouts list axes as they are: no wrapping there. */
+  expect_error("fusion @f(%x: f32[4, 4] layout(-1, 0)) {\n  return %x\n}\n",
+               "test.fz:1:32: error: axis -1 is out of range");
+}
+END_TEST
+
 static Suite *parser_suite(void) {
   Suite *s = suite_create("parser");
   TCase *errors = tcase_create("errors");
@@ -815,6 +980,11 @@ static Suite *parser_suite(void) {
   tcase_add_test(errors, parse_at_numbers_lines_from_first_line);
   tcase_add_test(errors, bad_arguments);
   tcase_add_test(errors, length_bounds_the_text);
+  tcase_add_test(errors, extent_products_must_fit_int64);
+  tcase_add_test(errors, fill_values_must_fit_integer_dtypes);
+  tcase_add_test(errors, literal_operands_must_fit_integer_dtypes);
+  tcase_add_test(errors, float_literals_overflow_and_underflow_alike);
+  tcase_add_test(errors, negative_dims_count_from_the_end);
   suite_add_tcase(s, errors);
   TCase *built = tcase_create("built");
   tcase_add_test(built, symbols_are_shared_by_name);

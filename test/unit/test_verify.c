@@ -203,6 +203,32 @@ START_TEST(operand_from_another_fusion) {
 }
 END_TEST
 
+START_TEST(literal_from_another_fusion) {
+  /* Ids cannot catch it (literals are in no table); after g is destroyed
+   * the operand would dangle. */
+  sample t = make_sample();
+  fz_fusion *g = fz_fusion_create("g");
+  t.f->ops[0]->operands[1] = fz_literal_float(g, 2.0);
+  expect_invalid(t.f, "%m: mul: operand 1 is a literal of another fusion");
+  t.f->ops[0]->operands[1] = fz_literal_float(t.f, 2.0);
+  expect_valid(t.f);
+  t.m->owner = g;
+  expect_invalid(t.f, "%m: mul: the value belongs to another fusion");
+  fz_fusion_destroy(g);
+  fz_fusion_destroy(t.f);
+}
+END_TEST
+
+START_TEST(constant_extents_that_overflow) {
+  sample t = make_sample();
+  /* f32[2^62, 128]: what a pass multiplying extents could leave */
+  t.x->type.axes[0].extent = fz_const_extent(INT64_C(1) << 62);
+  expect_invalid(t.f, "%x: extent product 4611686018427387904 x 128 "
+                      "overflows int64");
+  fz_fusion_destroy(t.f);
+}
+END_TEST
+
 START_TEST(value_defined_twice) {
   sample t = make_sample();
   /* A pass that forgot to give a copied op its own result. */
@@ -396,6 +422,8 @@ static Suite *make(void) {
   tcase_add_test(tc, result_layout_must_be_a_permutation);
   tcase_add_test(tc, use_before_definition);
   tcase_add_test(tc, operand_from_another_fusion);
+  tcase_add_test(tc, literal_from_another_fusion);
+  tcase_add_test(tc, constant_extents_that_overflow);
   tcase_add_test(tc, value_defined_twice);
   tcase_add_test(tc, duplicate_value_ids);
   tcase_add_test(tc, invalid_literal_operand);

@@ -8,11 +8,12 @@
  * mlir-opt: --pass lists the pipeline, --print-after-all dumps the IR after
  * every pass under a banner a test can check in order, and
  * --split-input-file runs each `// -----` chunk of a file as its own input
- * (a failing chunk does not stop the others, but makes the exit code 1).
- * A failure after parsing is reported as "FILE:LINE:COL: error: ..." at
- * the op it is about (the verifier's, a pass's, a stage's), or as
- * "FILE:LINE: error: ..." at the fusion's first line when it is about no
- * one op.
+ * (a failing chunk does not stop the others, but makes the exit code 1;
+ * a last chunk of only blanks and comments, after a trailing marker, is
+ * skipped). A failure after parsing is reported as
+ * "FILE:LINE:COL: error: ..." at the op it is about (the verifier's, a
+ * pass's, a stage's), or as "FILE:LINE: error: ..." at the fusion's first
+ * line when it is about no one op.
  * Exit codes: 0 ok, 1 a fusion failed, 2 bad usage.
  */
 #include "fuse-opt.h"
@@ -307,6 +308,24 @@ static bool is_split_line(const char *line, const char *end) {
   return true;
 }
 
+/* Only blanks and // comments: the chunk after a trailing marker, which
+ * is skipped (as mlir-opt skips it) rather than parsed as an empty
+ * fusion. */
+static bool is_blank_chunk(const char *p, const char *end) {
+  while (p < end) {
+    if (*p == '/' && p + 1 < end && p[1] == '/') {
+      while (p < end && *p != '\n')
+        p++;
+    } else if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n' ||
+               *p == '\f' || *p == '\v') {
+      p++;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 static int process_split(const fo_options *o, const char *filename,
                          const char *text, size_t length, FILE *out) {
   int rc = 0, line = 1, chunk_line = 1;
@@ -316,7 +335,9 @@ static int process_split(const fo_options *o, const char *filename,
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     const char *line_end = eol ? eol : end;
     bool split = is_split_line(p, line_end);
-    if (split || !eol) {
+    bool trailing_blank =
+        !split && !eol && !first && is_blank_chunk(chunk, end);
+    if ((split || !eol) && !trailing_blank) {
       const char *chunk_end = split ? p : end;
       if (!first)
         fputs(SPLIT_MARKER "\n", out);

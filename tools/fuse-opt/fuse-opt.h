@@ -51,12 +51,13 @@ const fo_emitter *fo_emitter_find(const char *name);
 
 /* ---- reference.c: --run-reference ------------------------------------- */
 
-/* Interprets the fusion on inputs drawn from options->seed (sizes from
- * --bind, 8 for unbound symbols) and writes one checksum line per output. */
 /* Symbol values from --bind, 8 for the others (announced on out as a
- * comment). malloc'd; NULL when out of memory. */
-int64_t *fo_bind_symbols(const fz_fusion *fusion, const fo_options *options,
-                         FILE *out);
+ * comment), in *values (malloc'd, one per symbol). FZ_ERR_ARGUMENT, naming
+ * the value, when they make any value's element count or byte size
+ * overflow int64 (fz_check_sizes); FZ_ERR_OUT_OF_MEMORY. *values is NULL
+ * on failure. */
+fz_status fo_bind_symbols(const fz_fusion *fusion, const fo_options *options,
+                          FILE *out, int64_t **values, fz_error *err);
 
 /* ---- stages.c: --emit=sched, llvm, ptx --------------------------------- */
 
@@ -73,6 +74,8 @@ fz_status fo_emit_axis_map(fz_fusion *fusion, const fo_options *options,
 fz_status fo_emit_ptx(fz_fusion *fusion, const fo_options *options, FILE *out,
                       fz_error *err);
 
+/* Interprets the fusion on inputs drawn from options->seed (sizes from
+ * --bind, 8 for unbound symbols) and writes one checksum line per output. */
 fz_status fo_run_reference(const fz_fusion *fusion, const fo_options *options,
                            FILE *out, fz_error *err);
 

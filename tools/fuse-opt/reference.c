@@ -114,12 +114,13 @@ static double random_element(uint64_t *state, fz_dtype dtype) {
 /* ---- inputs --------------------------------------------------------------- */
 
 /* Strides from the declared layout: dense except after noncontig axes,
- * which get twice the dense stride; expanded broadcast axes get 0. Returns
- * the number of elements the buffer needs. */
-static int64_t layout_strides(const fz_type *t, const int64_t *sizes,
-                              int64_t *strides) {
+ * which get twice the dense stride; expanded broadcast axes get 0. *span
+ * is the number of elements the buffer needs. The padding can take a
+ * tensor whose own size fits past int64, which is refused. */
+static fz_status layout_strides(const fz_type *t, const int64_t *sizes,
+                                const char *what, int64_t *strides,
+                                int64_t *span, fz_error *err) {
   int64_t running = 1;
-  bool empty = false;
   for (int p = t->rank - 1; p >= 0; p--) {
     int axis = t->alloc_order[p];
     const fz_axis *a = &t->axes[axis];
@@ -127,11 +128,14 @@ static int64_t layout_strides(const fz_type *t, const int64_t *sizes,
       strides[axis] = 0;
       continue;
     }
-    strides[axis] = t->contiguous[p] ? running : 2 * running;
-    empty |= sizes[axis] == 0;
-    running = strides[axis] * (sizes[axis] > 0 ? sizes[axis] : 1);
+    if (!fz_size_mul(running, t->contiguous[p] ? 1 : 2, &strides[axis]) ||
+        !fz_size_mul(strides[axis], sizes[axis] > 0 ? sizes[axis] : 1,
+                     &running))
+      return fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "%s: its padded layout overflows int64", what);
   }
-  return empty ? 0 : running;
+  return fz_size_span(t->rank, sizes, strides, t->dtype, what,
+                      FZ_ERR_ARGUMENT, span, err);
 }
 
 static const char *symbol_label(const fz_fusion *f, int s, char *buf,
@@ -144,11 +148,12 @@ static const char *symbol_label(const fz_fusion *f, int s, char *buf,
 }
 
 /* Symbol values from --bind, 8 otherwise; says which were defaulted. */
-int64_t *fo_bind_symbols(const fz_fusion *f, const fo_options *o,
-                         FILE *out) {
+fz_status fo_bind_symbols(const fz_fusion *f, const fo_options *o, FILE *out,
+                          int64_t **result, fz_error *err) {
+  *result = NULL;
   int64_t *values = calloc((size_t)f->num_symbols + 1, sizeof *values);
   if (!values)
-    return NULL;
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   for (int s = 0; s < f->num_symbols; s++) {
     const char *name = f->symbols[s].name;
     bool bound = false;
@@ -175,17 +180,24 @@ int64_t *fo_bind_symbols(const fz_fusion *f, const fo_options *o,
                       "@%s does not use\n",
               name, f->name);
   }
-  return values;
+  fz_status st = fz_check_sizes(f, values, FZ_ERR_ARGUMENT, err);
+  if (st) {
+    free(values);
+    return st;
+  }
+  *result = values;
+  return FZ_OK;
 }
 
 /* ---- output ---------------------------------------------------------- */
 
+/* t is dense row-major, of a size fz_check_sizes accepted. */
 static void print_result(const fz_fusion *f, int i, const fz_host_tensor *t,
                          FILE *out) {
   const fz_value *v = f->outputs[i];
-  int64_t count = 1;
-  for (int d = 0; d < t->rank; d++)
-    count *= t->sizes[d];
+  int64_t count;
+  fz_size_of(t->rank, t->sizes, t->dtype, "output", FZ_ERR_ARGUMENT, &count,
+             NULL, NULL);
   double sum = 0, abs_sum = 0;
   for (int64_t k = 0; k < count; k++) {
     double x = load(t->data, k, t->dtype); /* dense row-major */
@@ -209,16 +221,16 @@ static void *alloc_elements(int64_t count, fz_dtype dtype) {
 
 fz_status fo_run_reference(const fz_fusion *f, const fo_options *o, FILE *out,
                            fz_error *err) {
-  fz_status st = FZ_OK;
   int n_in = f->num_inputs, n_out = f->num_outputs;
   fz_host_tensor *inputs = calloc((size_t)n_in + 1, sizeof *inputs);
   fz_host_tensor *outputs = calloc((size_t)n_out + 1, sizeof *outputs);
-  int64_t *values = fo_bind_symbols(f, o, out);
+  int64_t *values = NULL;
   fz_bindings bindings = {0};
-  if (!inputs || !outputs || !values) {
+  fz_status st = fo_bind_symbols(f, o, out, &values, err);
+  if (st == FZ_OK && (!inputs || !outputs))
     st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  if (st != FZ_OK)
     goto done;
-  }
   uint64_t state = o->seed;
   for (int i = 0; i < n_in && st == FZ_OK; i++) {
     const fz_type *t = &f->inputs[i]->type;
@@ -227,7 +239,11 @@ fz_status fo_run_reference(const fz_fusion *f, const fo_options *o, FILE *out,
     h->rank = t->rank;
     for (int d = 0; d < t->rank; d++)
       h->sizes[d] = fz_axis_size(&t->axes[d], values);
-    int64_t span = layout_strides(t, h->sizes, h->strides);
+    char what[32];
+    snprintf(what, sizeof what, "input %d", i);
+    int64_t span;
+    if ((st = layout_strides(t, h->sizes, what, h->strides, &span, err)))
+      break;
     h->data = alloc_elements(span, t->dtype);
     if (!h->data) {
       st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
@@ -246,11 +262,13 @@ fz_status fo_run_reference(const fz_fusion *f, const fo_options *o, FILE *out,
     st = fz_output_sizes(f, i, &bindings, h->sizes, err);
     if (st != FZ_OK)
       break;
-    int64_t count = 1;
+    int64_t count = 1; /* fz_check_sizes bounds every dense stride */
     for (int d = h->rank - 1; d >= 0; d--) {
       h->strides[d] = count;
-      count *= h->sizes[d];
+      count *= h->sizes[d] > 0 ? h->sizes[d] : 1;
     }
+    fz_size_of(h->rank, h->sizes, h->dtype, "output", FZ_ERR_ARGUMENT, &count,
+               NULL, NULL);
     h->data = alloc_elements(count, h->dtype);
     if (!h->data) {
       st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,

@@ -17,8 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void layout(const fz_value *v, const int64_t *symbols,
-                   fz_tensor_desc *d) {
+/* The gaps after non-contiguous axes can take a value whose own size fits
+ * (fo_bind_symbols checked it) past int64, which is refused. */
+static fz_status layout(const fz_value *v, const int64_t *symbols,
+                        fz_tensor_desc *d, fz_error *err) {
   const fz_type *t = &v->type;
   *d = (fz_tensor_desc){.dtype = t->dtype, .rank = t->rank, .align = 16};
   int64_t stride = 1;
@@ -26,15 +28,26 @@ static void layout(const fz_value *v, const int64_t *symbols,
     int axis = t->has_layout ? t->alloc_order[p] : p;
     const fz_axis *ax = &t->axes[axis];
     d->sizes[axis] = fz_axis_size(ax, symbols);
-    if (t->has_layout && !t->contiguous[p])
-      stride += 1;
+    if (t->has_layout && !t->contiguous[p] &&
+        __builtin_add_overflow(stride, 1, &stride))
+      break;
     if (ax->kind == FZ_AXIS_BROADCAST && v->kind == FZ_VALUE_INPUT) {
       d->strides[axis] = 0; /* an expanded input is a stride-0 view */
       continue;
     }
     d->strides[axis] = stride;
-    stride *= d->sizes[axis] > 1 ? d->sizes[axis] : 1;
+    if (!fz_size_mul(stride, d->sizes[axis] > 1 ? d->sizes[axis] : 1,
+                     &stride))
+      break;
   }
+  char what[96];
+  if (v->name)
+    snprintf(what, sizeof what, "%%%.80s", v->name);
+  else
+    snprintf(what, sizeof what, "%%%d", v->id);
+  int64_t span;
+  return fz_size_span(t->rank, d->sizes, d->strides, t->dtype, what,
+                      FZ_ERR_ARGUMENT, &span, err);
 }
 
 typedef struct stage_problem {
@@ -47,15 +60,17 @@ typedef struct stage_problem {
 static fz_status schedule(fz_fusion *f, const fo_options *o, FILE *out,
                           stage_problem *sp, fz_error *err) {
   sp->arena = fz_arena_create();
-  sp->symbols = fo_bind_symbols(f, o, out);
-  if (!sp->symbols)
-    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  fz_status st = fo_bind_symbols(f, o, out, &sp->symbols, err);
+  if (st)
+    return st;
   fz_tensor_desc *in = fz_arena_alloc(sp->arena, sizeof *in * (size_t)(f->num_inputs + 1));
   fz_tensor_desc *outs = fz_arena_alloc(sp->arena, sizeof *outs * (size_t)(f->num_outputs + 1));
-  for (int i = 0; i < f->num_inputs; i++)
-    layout(f->inputs[i], sp->symbols, &in[i]);
-  for (int i = 0; i < f->num_outputs; i++)
-    layout(f->outputs[i], sp->symbols, &outs[i]);
+  for (int i = 0; i < f->num_inputs && !st; i++)
+    st = layout(f->inputs[i], sp->symbols, &in[i], err);
+  for (int i = 0; i < f->num_outputs && !st; i++)
+    st = layout(f->outputs[i], sp->symbols, &outs[i], err);
+  if (st)
+    return st;
   sp->problem = (fz_problem){.fusion = f, .inputs = in, .outputs = outs,
                              .symbols = sp->symbols,
                              .device = fz_device_info_default(o->sm)};
@@ -117,7 +132,7 @@ fz_status fo_emit_segments(fz_fusion *f, const fo_options *o, FILE *out,
                            fz_error *err) {
   stage_problem sp = {0};
   fz_status st = schedule(f, o, out, &sp, err);
-  if (!sp.symbols) {
+  if (!sp.problem.fusion) { /* no problem to segment or explain */
     release(&sp);
     return st;
   }
@@ -145,7 +160,7 @@ fz_status fo_emit_explain(fz_fusion *f, const fo_options *o, FILE *out,
                           fz_error *err) {
   stage_problem sp = {0};
   fz_status st = schedule(f, o, out, &sp, err);
-  if (!sp.symbols) {
+  if (!sp.problem.fusion) { /* no problem to segment or explain */
     release(&sp);
     return st;
   }

@@ -280,6 +280,11 @@ static int bind_sizes(const options *o, const fz_fusion *f, int64_t *values) {
               f->symbols[i].name ? f->symbols[i].name : "?");
       return EXIT_USAGE;
     }
+  fz_error err;
+  if (fz_check_sizes(f, values, FZ_ERR_ARGUMENT, &err) != FZ_OK) {
+    fprintf(stderr, "fuse-run: --size: %s\n", err.message);
+    return EXIT_USAGE;
+  }
   return 0;
 }
 

@@ -6,6 +6,7 @@
  */
 #include "host_data.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -98,23 +99,24 @@ void host_store(fz_dtype dtype, void *p, double v) {
   }
 }
 
-int64_t host_layout(int rank, const int64_t *sizes, const int *alloc_order,
-                    const bool *contiguous, int64_t pad, int64_t *strides) {
+fz_status host_layout(int rank, const int64_t *sizes, fz_dtype dtype,
+                      const int *alloc_order, const bool *contiguous,
+                      int64_t pad, const char *what, int64_t *strides,
+                      int64_t *span, fz_error *err) {
   int64_t stride = 1;
   for (int p = rank - 1; p >= 0; p--) {
     int axis = alloc_order[p];
-    if (contiguous && !contiguous[p])
-      stride += pad;
-    strides[axis] = stride;
-    stride *= sizes[axis] > 0 ? sizes[axis] : 1;
+    if ((contiguous && !contiguous[p] &&
+         __builtin_add_overflow(stride, pad, &stride)) ||
+        (strides[axis] = stride,
+         !fz_size_mul(stride, sizes[axis] > 0 ? sizes[axis] : 1, &stride)))
+      return fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "%s: its layout, padded by %" PRId64
+                          ", overflows int64",
+                          what, pad);
   }
-  int64_t span = 1;
-  for (int i = 0; i < rank; i++)
-    span += (sizes[i] - 1) * strides[i];
-  for (int i = 0; i < rank; i++)
-    if (sizes[i] == 0)
-      return 0;
-  return span;
+  return fz_size_span(rank, sizes, strides, dtype, what, FZ_ERR_ARGUMENT,
+                      span, err);
 }
 
 uint64_t host_random(uint64_t *s) {

@@ -11,10 +11,13 @@ double host_load(fz_dtype dtype, const void *p);
 void host_store(fz_dtype dtype, void *p, double v);
 
 /* Strides for sizes laid out in alloc_order (outermost first); axes listed
- * as non-contiguous get a gap of `pad` elements after each step. Returns
- * the number of elements the allocation must span. */
-int64_t host_layout(int rank, const int64_t *sizes, const int *alloc_order,
-                    const bool *contiguous, int64_t pad, int64_t *strides);
+ * as non-contiguous get a gap of `pad` elements after each step. *span is
+ * the number of elements the allocation must span. FZ_ERR_ARGUMENT, named
+ * after `what`, when the padded layout overflows int64. */
+fz_status host_layout(int rank, const int64_t *sizes, fz_dtype dtype,
+                      const int *alloc_order, const bool *contiguous,
+                      int64_t pad, const char *what, int64_t *strides,
+                      int64_t *span, fz_error *err);
 
 /* splitmix64 */
 uint64_t host_random(uint64_t *state);

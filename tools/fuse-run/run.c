@@ -58,10 +58,11 @@ static void say(const run_config *c, FILE *f, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* t's sizes are a bound value's, which fz_check_sizes accepted. */
 static int64_t numel(const tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++)
-    n *= t->sizes[i];
+  int64_t n = 0;
+  fz_size_of(t->rank, t->sizes, t->dtype, "tensor", FZ_ERR_ARGUMENT, &n, NULL,
+             NULL);
   return n;
 }
 
@@ -162,14 +163,23 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
       t->sizes[k] = fz_axis_size(ax, symbols);
       alloc_sizes[k] = ax->kind == FZ_AXIS_BROADCAST ? 1 : t->sizes[k];
     }
-    t->span = host_layout(t->rank, alloc_sizes, v->type.alloc_order,
-                          v->type.contiguous, c->pad, t->strides);
+    char what[96];
+    snprintf(what, sizeof what, "input %d", i);
+    CHECK(host_layout(t->rank, alloc_sizes, t->dtype, v->type.alloc_order,
+                      v->type.contiguous, c->pad, what, t->strides, &t->span,
+                      &err));
     for (int k = 0; k < t->rank; k++)
       if (v->type.axes[k].kind == FZ_AXIS_BROADCAST)
         t->strides[k] = 0; /* expanded inputs are stride-0 views */
     t->offset = c->offset;
     size_t esize = fz_dtype_size(t->dtype);
-    size_t bytes = (size_t)(t->span + t->offset) * esize;
+    int64_t elements;
+    CHECK(__builtin_add_overflow(t->span, t->offset, &elements)
+              ? fz_error_set(&err, FZ_ERR_ARGUMENT,
+                             "%s: its offset overflows int64", what)
+              : fz_size_of(1, &elements, t->dtype, what, FZ_ERR_ARGUMENT,
+                           NULL, NULL, &err));
+    size_t bytes = (size_t)elements * esize;
     t->host = malloc(bytes ? bytes : 1);
     if (!t->host) {
       say(c, stderr, "fuse-run: out of host memory\n");
