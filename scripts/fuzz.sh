@@ -16,6 +16,7 @@ set -euo pipefail
 parse_seconds=${1:-60}
 compile_seconds=${2:-120}
 root="$(cd "$(dirname "$0")/.." && pwd)"
+bash "$root/scripts/check-deps.sh" fuzz.sh all
 build=${FZ_FUZZ_BUILD_DIR:-$root/build-fuzz}
 cc=${FZ_FUZZ_CC:-clang-19}
 flags="-fsanitize=fuzzer-no-link,address,undefined"

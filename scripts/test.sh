@@ -4,9 +4,11 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, and a bounded run of each
 # fuzzer (FZ_FUZZ_SECONDS for the parser's, default 60, and
 # FZ_FUZZ_COMPILE_SECONDS for the compiler's, default 120). Exits non-zero
-# on any failure.
+# on any failure; first, with the package to install, if something it
+# needs is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/check-deps.sh test.sh all
 jobs=$(nproc)
 
 echo "== build (RelWithDebInfo) =="
