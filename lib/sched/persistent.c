@@ -186,6 +186,12 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
                           "an outer normalization of %lld rows does not fit "
                           "on chip (%lld values a thread in registers)",
                           (long long)rows, (long long)regs);
+  if (held > FZ_PLAN_MAX_UNROLL)
+    return fz_dag_decline(d,
+                          "an outer normalization of %lld rows would hold "
+                          "%lld rows a thread (at most %d)",
+                          (long long)rows, (long long)held,
+                          FZ_PLAN_MAX_UNROLL);
   p->block_y = (int)by;
   p->threads = (int)(p->block_x * by);
   p->unroll = (int)held;
