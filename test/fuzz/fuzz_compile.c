@@ -10,15 +10,19 @@
  * looks for.
  *
  * The call is drawn from a hash of the input, so that every mutation also
- * varies what the schedulers see: symbol values (small and large, so
+ * varies what the schedulers see: symbol values (zero, small and large, so
  * that rows do and do not fit in registers), gaps after axes declared
  * noncontig, stride-0 or ordinary strides on size-1 input axes, base
- * pointer alignment and the target sm. Like the executor, a problem whose
- * tensors could not exist (more than 2^40 elements) is not compiled.
+ * pointer alignment and the target sm. Symbol values never make a tensor
+ * larger than memory could hold (2^40 elements): when a draw would, the
+ * symbols are drawn again from 1..8. Constant extents in the text may be
+ * that large, and must be refused cleanly or compiled.
  *
  * With FZ_FUZZ_TRAP_INTERNAL set in the environment, FZ_ERR_INTERNAL and
  * FZ_ERR_LLVM (lowering made a module LLVM rejects) trap as well: those
- * are compiler bugs rather than answers to bad input.
+ * are compiler bugs rather than answers to bad input. FZ_FUZZ_VERBOSE
+ * prints the drawn call and each stage's error, so that a crash can be
+ * repeated with fuse-opt (--pass, --bind, --arch).
  */
 #include "fz/fz.h"
 #include "fz/ir.h"
@@ -37,12 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_ELEMENTS ((int64_t)1 << 40)
 
-static bool trap_internal;
+static bool trap_internal, verbose;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
   trap_internal = getenv("FZ_FUZZ_TRAP_INTERNAL") != NULL;
+  verbose = getenv("FZ_FUZZ_VERBOSE") != NULL;
   fz_nvptx_init();
   return 0;
 }
@@ -67,10 +72,13 @@ static uint64_t next(draw *d) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
+/* 0 too: a call may pass empty tensors, and a sum over an empty axis
+ * still writes its output. */
 static int64_t pick_extent(draw *d) {
-  static const int64_t extents[] = {1,  2,  3,   4,   5,   7,   8,    16,  31,
-                                    32, 33, 64,  127, 128, 257, 1000, 1024,
-                                    2048, 4096, 8192, 16384, 65536};
+  static const int64_t extents[] = {0,    1,    2,     3,     4,     5,
+                                    7,    8,    16,    31,    32,    33,
+                                    64,   127,  128,   257,   1000,  1024,
+                                    2048, 4096, 8192,  16384, 65536, 1000003};
   return extents[next(d) % (sizeof extents / sizeof extents[0])];
 }
 
@@ -88,6 +96,11 @@ static int pick_sm(draw *d) {
   return sms[next(d) % (sizeof sms / sizeof sms[0])];
 }
 
+static int64_t mul_saturated(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /* In the value's layout (row-major when it has none), innermost first:
  * declared gaps after noncontig axes, stride 0 for an expanded input axis
  * (and, at random, for a size-1 input axis), as a caller's views have. */
@@ -102,13 +115,13 @@ static void describe(const fz_value *v, bool input, const int64_t *symbols,
     const fz_axis *ax = &t->axes[axis];
     int64_t size = fz_axis_size(ax, symbols);
     desc->sizes[axis] = size;
-    if (t->has_layout && !t->contiguous[p])
+    if (t->has_layout && !t->contiguous[p] && stride < INT64_MAX - 3)
       stride += 1 + (int64_t)(next(d) % 3);
     bool zero = input && ((ax->kind == FZ_AXIS_BROADCAST && ax->expanded) ||
                           (size == 1 && next(d) % 2));
     desc->strides[axis] = zero ? 0 : stride;
     if (!zero)
-      stride *= size > 1 ? size : 1;
+      stride = mul_saturated(stride, size > 1 ? size : 1);
   }
 }
 
@@ -136,10 +149,10 @@ static bool fits(const fz_fusion *f, const int64_t *symbols) {
 
 static bool empty(const fz_tensor_desc *descs, int n) {
   for (int i = 0; i < n; i++) {
-    int64_t numel = 1;
+    bool has_zero = false;
     for (int k = 0; k < descs[i].rank; k++)
-      numel *= descs[i].sizes[k];
-    if (numel != 0)
+      has_zero |= descs[i].sizes[k] == 0;
+    if (!has_zero)
       return false;
   }
   return true;
@@ -148,6 +161,8 @@ static bool empty(const fz_tensor_desc *descs, int n) {
 /* ---- the stages ------------------------------------------------------------ */
 
 static void check_status(fz_status st, const fz_error *err) {
+  if (st != FZ_OK && verbose)
+    fprintf(stderr, "fuzz_compile: %s\n", err->message);
   if (st == FZ_OK || !trap_internal)
     return;
   if (st == FZ_ERR_INTERNAL || st == FZ_ERR_LLVM) {
@@ -228,6 +243,19 @@ static void schedule_segments(const fz_problem *pb, fz_arena *arena,
   fz_segmentation_destroy(seg);
 }
 
+/* The drawn call as fuse-opt's options (strides and alignment aside). */
+static void print_call(const fz_fusion *f, uint64_t passes,
+                       const int64_t *symbols, const target *t) {
+  fprintf(stderr, "fuzz_compile: --pass=%s%salloc-order --arch=sm_%d%s",
+          passes & 1 ? "canonicalize," : "", passes & 2 ? "cse," : "", t->sm,
+          f->num_symbols ? " --bind=" : "");
+  for (int s = 0; s < f->num_symbols; s++)
+    fprintf(stderr, "%s%s=%lld", s ? "," : "",
+            f->symbols[s].name ? f->symbols[s].name : "?",
+            (long long)symbols[s]);
+  fprintf(stderr, "%s\n", t->ptx ? " (then PTX)" : "");
+}
+
 static void compile_fusion(fz_fusion *f, draw *d) {
   fz_error err = {0};
   uint64_t passes = next(d);
@@ -246,23 +274,26 @@ static void compile_fusion(fz_fusion *f, draw *d) {
       arena, sizeof *symbols * (size_t)(f->num_symbols + 1));
   for (int s = 0; s < f->num_symbols; s++)
     symbols[s] = pick_extent(d);
-  if (fits(f, symbols)) {
-    fz_tensor_desc *in = fz_arena_alloc(
-        arena, sizeof *in * (size_t)(f->num_inputs + 1));
-    fz_tensor_desc *out = fz_arena_alloc(
-        arena, sizeof *out * (size_t)(f->num_outputs + 1));
-    for (int i = 0; i < f->num_inputs; i++)
-      describe(f->inputs[i], true, symbols, d, &in[i]);
-    for (int i = 0; i < f->num_outputs; i++)
-      describe(f->outputs[i], false, symbols, d, &out[i]);
-    target t = {.sm = pick_sm(d), .ptx = next(d) % 8 == 0};
-    fz_problem pb = {.fusion = f, .inputs = in, .outputs = out,
-                     .symbols = symbols,
-                     .device = fz_device_info_default(t.sm)};
-    /* every output empty: the executor neither segments nor schedules */
-    if (!empty(out, f->num_outputs))
-      schedule_segments(&pb, arena, &t);
-  }
+  if (!fits(f, symbols))
+    for (int s = 0; s < f->num_symbols; s++)
+      symbols[s] = 1 + (int64_t)(next(d) % 8);
+  fz_tensor_desc *in =
+      fz_arena_alloc(arena, sizeof *in * (size_t)(f->num_inputs + 1));
+  fz_tensor_desc *out =
+      fz_arena_alloc(arena, sizeof *out * (size_t)(f->num_outputs + 1));
+  for (int i = 0; i < f->num_inputs; i++)
+    describe(f->inputs[i], true, symbols, d, &in[i]);
+  for (int i = 0; i < f->num_outputs; i++)
+    describe(f->outputs[i], false, symbols, d, &out[i]);
+  target t = {.sm = pick_sm(d), .ptx = next(d) % 8 == 0};
+  fz_problem pb = {.fusion = f, .inputs = in, .outputs = out,
+                   .symbols = symbols,
+                   .device = fz_device_info_default(t.sm)};
+  if (verbose)
+    print_call(f, passes, symbols, &t);
+  /* every output empty: the executor neither segments nor schedules */
+  if (!empty(out, f->num_outputs))
+    schedule_segments(&pb, arena, &t);
   fz_arena_destroy(arena);
 }
 
