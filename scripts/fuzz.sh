@@ -5,13 +5,14 @@
 # so that nothing checked in is rewritten:
 #   fuzz_parse    parser, verifier and printer, from test/fuzz/corpus;
 #   fuzz_compile  passes, segmentation, schedulers, lowering and NVPTX, from
-#                 test/fuzz/corpus plus every fusion under test/ and
-#                 examples/ (files split at their `// -----` lines).
+#                 every fusion under test/ and examples/ (files split at
+#                 their `// -----` lines).
 # Usage: scripts/fuzz.sh [parse-seconds [compile-seconds]] (default 60 120).
 # Exits non-zero when a target crashed (both run regardless); each crashing
 # input is left in the current directory as fuzz_<target>-crash-* (likewise
 # -timeout-*, -oom-*, -leak-*). Reproduce with build-fuzz/bin/fuzz_<target>
-# FILE; shrink with -minimize_crash=1 -runs=10000 FILE.
+# FILE (with FZ_FUZZ_VERBOSE=1, fuzz_compile prints the call it drew as
+# fuse-opt options); shrink with -minimize_crash=1 -runs=10000 FILE.
 set -euo pipefail
 parse_seconds=${1:-60}
 compile_seconds=${2:-120}
@@ -54,8 +55,7 @@ run() {
 
 mkdir "$scratch/parse" "$scratch/compile"
 cp "$root"/test/fuzz/corpus/*.fz "$scratch/parse"/
-cp "$root"/test/fuzz/corpus/*.fz "$scratch/compile"/
-seed_fusions "$scratch/compile"
+seed_fusions "$scratch/compile" # test/fuzz/corpus among them
 
 status=0
 run fuzz_parse "$parse_seconds" "$scratch/parse" || status=1
