@@ -449,6 +449,10 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   p->reference = fz_arena_strdup(arena, fz_value_label(ref, label, sizeof label));
   fz_dag_finish(d, &c, p);
   assign_phases(p);
+  if (p->phases > FZ_PLAN_MAX_PHASES)
+    return fz_dag_decline(d, "%d rounds of reductions, one after another "
+                             "(at most %d)",
+                          p->phases, FZ_PLAN_MAX_PHASES);
   if (!heuristics(d, pb, p))
     return false;
   *out = p;
