@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Installs what fz needs on Debian 12, only when something is missing:
-# LLVM 19 (static libraries, FileCheck, lit), clang 19 (for the fuzzer),
-# check (unit tests), cmake, zlib and zstd (static, linked into libfz).
+# the packages of scripts/deps.txt (LLVM 19's static libraries, FileCheck
+# and lit; clang 19 and its sanitizer and libFuzzer runtimes for the
+# fuzzers; check and subunit for the unit tests; cmake; zlib and zstd,
+# static, linked into libfz), the same list scripts/check-deps.sh checks.
 set -euo pipefail
-packages=(llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev check cmake zlib1g-dev libzstd-dev python3 make gcc g++)
+packages=()
+while read -r package _; do
+  case $package in '' | '#'*) continue ;; esac
+  packages+=("$package")
+done < "$(dirname "$0")/deps.txt"
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

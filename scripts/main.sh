@@ -5,6 +5,7 @@
 # GPU when one is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/check-deps.sh main.sh build
 FZ_BUILD_DIR=build bash scripts/build.sh
 example=examples/layer_norm_backward_seed000.fz
 opt=build/bin/fuse-opt

@@ -195,7 +195,7 @@ static fz_status check_plan(const fz_plan *p, fz_error *err) {
   if (p->rank < 1 || p->rank > FZ_MAX_RANK)
     return fz_error_set(err, FZ_ERR_INTERNAL, "lower: plan rank %d", p->rank);
   if (p->vector < 1 || p->vector > FZ_LOWER_MAX_LANES || p->unroll < 1 ||
-      p->unroll > 64 || p->threads < 1 || p->threads > 1024)
+      p->unroll > FZ_PLAN_MAX_UNROLL || p->threads < 1 || p->threads > 1024)
     return fz_error_set(err, FZ_ERR_INTERNAL,
                         "lower: launch shape vector %d unroll %d threads %d",
                         p->vector, p->unroll, p->threads);

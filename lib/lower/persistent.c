@@ -155,7 +155,7 @@ fz_status fz_check_persistent(const fz_plan *p, fz_error *err) {
                         "lower: %d rows held of %d groups of %d lanes",
                         p->unroll, p->persistent, p->vector);
   if (p->persistent < 1 || p->persistent * p->vector > FZ_PERS_MAX_VALUES ||
-      p->phases < 0 || p->phases > 64)
+      p->phases < 0 || p->phases > FZ_PLAN_MAX_PHASES)
     return fz_error_set(err, FZ_ERR_INTERNAL,
                         "lower: %d persistent groups of %d lanes, %d phases",
                         p->persistent, p->vector, p->phases);

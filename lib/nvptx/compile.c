@@ -135,6 +135,7 @@ fz_status fz_nvptx_emit(LLVMModuleRef m, const fz_nvptx_options *opts,
     LLVMDisposeTargetMachine(tm);
     return st;
   }
+  fz_nvptx_legalize(m, opts->sm);
 
   fz_nvptx_diag diag;
   fz_nvptx_diag_begin(&diag, LLVMGetModuleContext(m));

@@ -4,7 +4,8 @@
  *   fz_nvptx_optimize  target triple and data layout, libdevice (only when the
  *                      module calls __nv_*), __nvvm_reflect, LLVM's
  *                      default<On> pipeline, verification before and after;
- *   fz_nvptx_emit      PTX from the optimised module.
+ *   fz_nvptx_emit      PTX from the optimised module (after rewriting what
+ *                      the back end cannot select for older sms).
  * fz_nvptx_compile does both. Both work on the caller's module in place and
  * take ownership of nothing: the context and module stay the caller's. They
  * are thread-safe for modules in distinct LLVM contexts.
@@ -94,6 +95,13 @@ fz_status fz_libdevice_link(LLVMModuleRef m, const char *path, fz_error *err);
  * (IEEE sqrt), __CUDA_ARCH sm*10. LLVM 19's NVVMReflect pass knows only
  * the first and last, and would give __nv_sqrtf the approximate sqrt. */
 void fz_nvvm_reflect(LLVMModuleRef m, int sm);
+
+/* ---- legalize.c --------------------------------------------------------- */
+
+/* Rewrites what LLVM's NVPTX back end cannot select for sm_<sm> into
+ * equivalent IR (bf16 llvm.maximum/minimum below sm_80 go through f32).
+ * A no-op from sm_80 on. fz_nvptx_emit calls it. */
+void fz_nvptx_legalize(LLVMModuleRef m, int sm);
 
 /* ---- compile.c ---------------------------------------------------------- */
 

@@ -186,6 +186,12 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
                           "an outer normalization of %lld rows does not fit "
                           "on chip (%lld values a thread in registers)",
                           (long long)rows, (long long)regs);
+  if (held > FZ_PLAN_MAX_UNROLL)
+    return fz_dag_decline(d,
+                          "an outer normalization of %lld rows would hold "
+                          "%lld rows a thread (at most %d)",
+                          (long long)rows, (long long)held,
+                          FZ_PLAN_MAX_UNROLL);
   p->block_y = (int)by;
   p->threads = (int)(p->block_x * by);
   p->unroll = (int)held;
@@ -444,6 +450,10 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   p->reference = fz_arena_strdup(arena, fz_value_label(ref, label, sizeof label));
   fz_dag_finish(d, &c, p);
   assign_phases(p);
+  if (p->phases > FZ_PLAN_MAX_PHASES)
+    return fz_dag_decline(d, "%d rounds of reductions, one after another "
+                             "(at most %d)",
+                          p->phases, FZ_PLAN_MAX_PHASES);
   if (!heuristics(d, pb, p))
     return false;
   *out = p;

@@ -208,6 +208,13 @@ bool fz_plan_is_persistent(const fz_plan *plan);
  * across the grid through a workspace, behind a grid barrier. */
 bool fz_plan_has_grid_columns(const fz_plan *plan);
 
+/* The most groups (for an outer persistent plan: rows held) one thread
+ * takes per loop trip: lowering unrolls them all, and refuses more. */
+enum { FZ_PLAN_MAX_UNROLL = 64 };
+/* The most rounds of reductions (phases) a persistent plan has: lowering
+ * refuses more. */
+enum { FZ_PLAN_MAX_PHASES = 64 };
+
 /* ---- kernel parameters: the one place lowering and launch agree ------- *
  * Order: one pointer per access (same order as plan->accesses), then the
  * group count (i64), then extents[0..rank) (i64), then for each access

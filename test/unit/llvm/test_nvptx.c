@@ -452,6 +452,72 @@ START_TEST(test_pick_sm) {
 }
 END_TEST
 
+/* k(p): p[0] = maximum(p[0], p[1]) on <2 x bfloat>, and p[2]'s first lane
+ * = minimum of the two first lanes, as lowering emits amax/amin of bf16
+ * (a vector form once the SLP vectoriser has paired lanes). */
+static LLVMModuleRef build_bf16_min_max(LLVMContextRef ctx) {
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext("bf16", ctx);
+  LLVMTypeRef bf16 = LLVMBFloatTypeInContext(ctx);
+  LLVMTypeRef v2 = LLVMVectorType(bf16, 2);
+  LLVMTypeRef gptr = LLVMPointerTypeInContext(ctx, 1);
+  LLVMValueRef k = LLVMAddFunction(
+      m, "k", LLVMFunctionType(LLVMVoidTypeInContext(ctx), &gptr, 1, 0));
+  LLVMSetFunctionCallConv(k, LLVMPTXKernelCallConv);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, k, "entry"));
+  LLVMValueRef p[3];
+  for (int i = 0; i < 3; i++) {
+    LLVMValueRef idx = LLVMConstInt(LLVMInt64TypeInContext(ctx), i, 0);
+    p[i] = LLVMBuildInBoundsGEP2(b, v2, LLVMGetParam(k, 0), &idx, 1, "");
+  }
+  LLVMValueRef a = LLVMBuildLoad2(b, v2, p[0], "");
+  LLVMValueRef c = LLVMBuildLoad2(b, v2, p[1], "");
+  unsigned max_id = LLVMLookupIntrinsicID("llvm.maximum", 12);
+  unsigned min_id = LLVMLookupIntrinsicID("llvm.minimum", 12);
+  LLVMValueRef args[2] = {a, c};
+  LLVMValueRef vmax =
+      LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, max_id, &v2, 1),
+                     LLVMGetIntrinsicDeclaration(m, max_id, &v2, 1), args, 2,
+                     "");
+  LLVMBuildStore(b, vmax, p[0]);
+  LLVMValueRef lane0 = LLVMConstInt(LLVMInt32TypeInContext(ctx), 0, 0);
+  LLVMValueRef lanes[2] = {LLVMBuildExtractElement(b, a, lane0, ""),
+                           LLVMBuildExtractElement(b, c, lane0, "")};
+  LLVMValueRef smin =
+      LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, min_id, &bf16, 1),
+                     LLVMGetIntrinsicDeclaration(m, min_id, &bf16, 1), lanes,
+                     2, "");
+  LLVMBuildStore(b, LLVMBuildInsertElement(b, c, smin, lane0, ""), p[2]);
+  LLVMBuildRetVoid(b);
+  LLVMDisposeBuilder(b);
+  return m;
+}
+
+/* sm_70 and sm_75 have no bf16 max/min: without the rewrite to f32,
+ * instruction selection aborts the process. sm_80 keeps them native. */
+START_TEST(test_bf16_min_max_before_sm80) {
+  static const int sms[] = {70, 75, 80};
+  for (size_t i = 0; i < sizeof sms / sizeof sms[0]; i++) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = build_bf16_min_max(ctx);
+    fz_nvptx_options opts = {.sm = sms[i], .opt_level = 3};
+    char *ptx = NULL;
+    fz_error err = {0};
+    ck_assert_msg(fz_nvptx_compile(m, &opts, &ptx, &err) == FZ_OK,
+                  "sm_%d: %s", sms[i], err.message);
+    bool native = sms[i] >= 80;
+    ck_assert_msg(has(ptx, "max.NaN.bf16") == native &&
+                      has(ptx, "min.NaN.bf16") == native,
+                  "sm_%d:\n%s", sms[i], ptx);
+    ck_assert_msg(native || (has(ptx, "max.f32") && has(ptx, "min.f32")),
+                  "sm_%d:\n%s", sms[i], ptx);
+    free(ptx);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+  }
+}
+END_TEST
+
 /* The stage borrows the context's diagnostic handler and gives it back. */
 static void caller_handler(LLVMDiagnosticInfoRef info, void *opaque) {
   (void)info;
@@ -488,6 +554,7 @@ static Suite *make(void) {
   tcase_add_test(tc, test_libdevice_find);
   tcase_add_test(tc, test_invalid_module);
   tcase_add_test(tc, test_pick_sm);
+  tcase_add_test(tc, test_bf16_min_max_before_sm80);
   tcase_add_test(tc, test_diagnostic_handler_restored);
   suite_add_tcase(s, tc);
   return s;
