@@ -319,14 +319,20 @@ bool fz_emit_column_combine(fz_kernel *k, const fz_reduce_set *rs,
 
 /* ---- across the blocks of a split ---------------------------------------- */
 
-/* Element `index` (i64) of reduction r's workspace region: regions follow
- * each other in reduction order, kept * split accumulators each. */
+/* Element `index` (i64) of reduction r's workspace region: kept * split
+ * accumulators a region, the widest accumulators' regions first (then in
+ * reduction order), so that every region starts at a multiple of its own
+ * accumulator's size: an f32 region of 5 partials placed before an i64
+ * one left the i64 partials at byte 20, and the H200 faulted on them. */
 static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
                                   LLVMValueRef kept_split, LLVMValueRef index) {
   fz_emit *e = &k->e;
-  size_t before = 0;
-  for (int q = 0; q < r; q++)
-    before += acc_size(rs->acc[q]);
+  size_t mine = acc_size(rs->acc[r]), before = 0;
+  for (int q = 0; q < rs->count; q++) {
+    size_t size = acc_size(rs->acc[q]);
+    if (size > mine || (size == mine && q < r))
+      before += size;
+  }
   LLVMValueRef region = k->workspace;
   if (before) {
     LLVMValueRef bytes =
