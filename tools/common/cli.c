@@ -25,7 +25,7 @@ void cli_init(cli_parser *p, const char *tool, const cli_option *options,
   *s++ = ':';
   for (int i = 0; i < num_options; i++) {
     const cli_option *o = &options[i];
-    FZ_CHECK(o->key > 0);
+    FZ_CHECK(o->short_name ? o->key == o->short_name : o->key >= 256);
     p->longopts[i] =
         (struct option){.name = o->name,
                         .has_arg = o->value ? required_argument : no_argument,
@@ -64,13 +64,23 @@ int cli_next(cli_parser *p, int argc, char **argv, const char **value) {
     return CLI_ERROR;
   }
   if (c == '?') {
-    /* optopt names an unknown short option; for a long one (unknown or
-     * an ambiguous abbreviation) the word itself is the culprit */
-    if (optopt)
+    /* getopt's optopt: 0 for an unknown long option (or an ambiguous
+     * abbreviation), the key of a long option given a value it does not
+     * take, else the unknown short option's letter */
+    const char *word = argv[optind - 1]; /* a long option's own word */
+    bool is_key = false;
+    for (int i = 0; i < p->num_options; i++)
+      is_key |= p->options[i].key == optopt;
+    if (optopt == 0) {
+      cli_usage_error(p->tool, "unknown option '%.*s'", (int)strcspn(word, "="),
+                      word);
+    } else if (is_key) {
+      char name[64];
+      option_text(p, optopt, true, name, sizeof name);
+      cli_usage_error(p->tool, "option '%s' takes no value", name);
+    } else {
       cli_usage_error(p->tool, "unknown option '-%c'", optopt);
-    else
-      cli_usage_error(p->tool, "unknown option '%.*s'",
-                      (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+    }
     return CLI_ERROR;
   }
   *value = optarg;

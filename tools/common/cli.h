@@ -26,7 +26,7 @@ typedef struct cli_option {
   char short_name;   /* 0: long form only */
   const char *value; /* the value's name in --help; NULL: a flag */
   const char *help;  /* one line for --help */
-  int key;           /* what cli_next returns for it (> 0) */
+  int key; /* what cli_next returns: short_name if it has one, else >= 256 */
 } cli_option;
 
 typedef struct cli_parser {

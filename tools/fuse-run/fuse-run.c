@@ -4,6 +4,7 @@
  *            [--offset E] [--pad P] [--no-canonicalize] [--print-plan]
  *            [--print-ptx] [--rtol R] [--atol A] [--no-validate]
  *            [--expect-layout K=P0,P1,...]
+ *   fuse-run --split-input-file FILE [the options of a file]
  *   fuse-run --random=COUNT [--seed S] [--reductions] [--max-extent E]
  *            [--max-elements N] [--offset E] [--pad P] [--no-canonicalize]
  *
