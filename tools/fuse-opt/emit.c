@@ -30,6 +30,8 @@ static const fo_emitter emitters[] = {
     {"segments", "the segments and the scheduler of each", fo_emit_segments},
     {"explain", "every scheduler's verdict on each segment candidate",
      fo_emit_explain},
+    {"llvm-lowered", "the kernel's LLVM IR as lowered, before the O3 pipeline",
+     fo_emit_llvm_lowered},
     {"llvm", "the kernel's LLVM IR after the O3 pipeline", fo_emit_llvm},
     {"ptx", "the kernel's PTX for --arch (default sm_90)", fo_emit_ptx},
 };

@@ -14,9 +14,14 @@
  * "FILE:LINE:COL: error: ..." at the op it is about (the verifier's, a
  * pass's, a stage's), or as "FILE:LINE: error: ..." at the fusion's first
  * line when it is about no one op.
+ * -o FILE writes the output to FILE (replaced only when every fusion
+ * succeeded: output.c). Options follow the tools' shared conventions
+ * (tools/common/cli.h): `--opt=v` or `--opt v`, -h/--help lists them all.
  * Exit codes: 0 ok, 1 a fusion failed, 2 bad usage.
  */
 #include "fuse-opt.h"
+
+#include "cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,34 +32,59 @@
 #define BANNER_FMT "// -----// IR Dump After %s //----- //\n"
 #define SPLIT_MARKER "// -----"
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: fuse-opt [options] FILE|-\n"
-          "\n"
-          "Parses a fusion (.fz), verifies it, runs passes and prints it.\n"
-          "\n"
-          "options:\n"
-          "  --pass=NAME[,NAME...]  run these passes in order (repeatable)\n"
-          "  --print-after-all      print the IR after every pass, after a\n"
-          "                         '// -----// IR Dump After NAME //----- //' "
-          "line\n"
-          "  --emit=STAGE           what to print at the end (default ir)\n"
-          "  --split-input-file     process each '// -----'-separated chunk "
-          "on its own\n"
-          "  --run-reference        run the reference interpreter on random "
-          "inputs and\n"
-          "                         print a checksum per output (instead of "
-          "the IR,\n"
-          "                         unless --emit is given)\n"
-          "  --seed=N               seed for --run-reference's inputs "
-          "(default 0)\n"
-          "  --print-axis-map       print the axis map (--emit=axis-map)\n"
-          "  --arch=sm_NN           target of --emit=sched|llvm|ptx "
-          "(default sm_90)\n"
-          "  --bind=SYM=N[,...]     extent of symbol SYM for --run-reference "
-          "(default 8)\n"
-          "  --help                 print this and exit\n"
-          "\npasses:\n");
+enum {
+  OPT_PASS = 256,
+  OPT_PRINT_AFTER_ALL,
+  OPT_EMIT,
+  OPT_SPLIT_INPUT_FILE,
+  OPT_RUN_REFERENCE,
+  OPT_SEED,
+  OPT_PRINT_AXIS_MAP,
+  OPT_ARCH,
+  OPT_BIND,
+};
+
+static const cli_option options[] = {
+    {"pass", 0, "NAME[,NAME...]", "run these passes in order (repeatable)",
+     OPT_PASS},
+    {"print-after-all", 0, NULL,
+     "print the IR after each pass, under a banner",
+     OPT_PRINT_AFTER_ALL},
+    {"emit", 0, "STAGE", "what to print at the end (default ir; below)",
+     OPT_EMIT},
+    {"output", 'o', "FILE",
+     "write to FILE ('-': stdout), only if all succeed",
+     'o'},
+    {"split-input-file", 0, NULL,
+     "each '// -----' chunk is an input of its own",
+     OPT_SPLIT_INPUT_FILE},
+    {"run-reference", 0, NULL,
+     "print the interpreter's checksums on random inputs",
+     OPT_RUN_REFERENCE},
+    {"seed", 0, "N", "seed for --run-reference's inputs (default 0)",
+     OPT_SEED},
+    {"print-axis-map", 0, NULL, "the same as --emit=axis-map",
+     OPT_PRINT_AXIS_MAP},
+    {"arch", 0, "sm_NN",
+     "target of sched, llvm*, ptx (default sm_90)", OPT_ARCH},
+    {"bind", 0, "SYM=N[,...]",
+     "extent of symbol SYM (default 8)",
+     OPT_BIND},
+    {"help", 'h', NULL, "print this and exit", 'h'},
+    {"version", 'V', NULL, "print the versions of fuse-opt and LLVM",
+     'V'},
+};
+
+enum { NUM_OPTIONS = sizeof options / sizeof options[0] };
+
+static void usage(const cli_parser *p, FILE *out) {
+  fprintf(out, "usage: fuse-opt [options] FILE|-\n"
+               "\n"
+               "Parses a fusion (.fz), verifies it, runs passes and prints it.\n"
+               "\n"
+               "options:\n");
+  cli_print_options(p, out);
+  fprintf(out, "\npasses:\n");
   for (int i = 0; i < fz_pass_count(); i++)
     fprintf(out, "  %-14s %s\n", fz_pass_at(i)->name,
             fz_pass_at(i)->description);
@@ -62,31 +92,6 @@ static void usage(FILE *out) {
   for (int i = 0; i < fo_emitter_count(); i++)
     fprintf(out, "  %-14s %s\n", fo_emitter_at(i)->name,
             fo_emitter_at(i)->description);
-}
-
-/* Prints "fuse-opt: error: ..." and returns the usage exit code. */
-static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "fuse-opt: error: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(run 'fuse-opt --help' for usage)\n");
-  return 2;
-}
-
-static bool parse_u64(const char *s, const char *end, uint64_t *out) {
-  if (s == end || *s == '-' || *s == '+')
-    return false;
-  char buf[32];
-  if ((size_t)(end - s) >= sizeof buf)
-    return false;
-  memcpy(buf, s, (size_t)(end - s));
-  buf[end - s] = '\0';
-  char *stop;
-  errno = 0;
-  unsigned long long v = strtoull(buf, &stop, 0);
-  if (errno || *stop)
-    return false;
-  *out = v;
-  return true;
 }
 
 static int add_passes(fo_options *o, char *list) {
@@ -104,28 +109,38 @@ static int add_passes(fo_options *o, char *list) {
       return 2;
     }
     if (o->num_passes == FO_MAX_PASSES)
-      return usage_error("more than %s passes", "64");
+      return cli_usage_error("fuse-opt", "more than %d passes", FO_MAX_PASSES);
     o->passes[o->num_passes++] = name;
   }
   return 0;
 }
 
 static int add_binds(fo_options *o, const char *list) {
-  const char *p = list;
-  for (;;) {
+  for (const char *p = list;;) {
     const char *comma = strchr(p, ',');
     const char *end = comma ? comma : p + strlen(p);
     const char *eq = memchr(p, '=', (size_t)(end - p));
-    uint64_t v;
-    if (!eq || eq == p || !parse_u64(eq + 1, end, &v) || v > INT64_MAX)
-      return usage_error("--bind wants SYM=N with N a non-negative integer, "
-                         "not '%s'",
-                         list);
+    if (!eq || eq == p)
+      return cli_usage_error("fuse-opt",
+                             "--bind wants SYM=N with N a non-negative "
+                             "integer, not '%s'",
+                             list);
+    char option[96], *number = malloc((size_t)(end - eq));
+    if (!number)
+      return cli_usage_error("fuse-opt", "out of memory");
+    memcpy(number, eq + 1, (size_t)(end - eq - 1));
+    number[end - eq - 1] = '\0';
+    snprintf(option, sizeof option, "--bind %.*s", (int)(eq - p), p);
+    int64_t v;
+    bool ok = cli_parse_int("fuse-opt", option, number, 0, INT64_MAX, &v);
+    free(number);
+    if (!ok)
+      return CLI_EXIT_USAGE;
     if (o->num_binds == FO_MAX_BINDS)
-      return usage_error("more than %s --bind entries", "64");
-    o->binds[o->num_binds++] =
-        (fo_bind){.symbol = p, .symbol_len = (size_t)(eq - p),
-                  .value = (int64_t)v};
+      return cli_usage_error("fuse-opt", "more than %d --bind entries",
+                             FO_MAX_BINDS);
+    o->binds[o->num_binds++] = (fo_bind){
+        .symbol = p, .symbol_len = (size_t)(eq - p), .value = v};
     if (!comma)
       return 0;
     p = comma + 1;
@@ -137,53 +152,73 @@ static int add_binds(fo_options *o, const char *list) {
 static int parse_args(int argc, char **argv, fo_options *o) {
   o->emit = fo_emitter_at(0);
   o->sm = 90;
-  for (int i = 1; i < argc; i++) {
-    char *a = argv[i];
+  cli_parser p;
+  cli_init(&p, "fuse-opt", options, NUM_OPTIONS);
+  const char *v;
+  int key;
+  while ((key = cli_next(&p, argc, argv, &v)) != CLI_DONE) {
     int rc = 0;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
+    int64_t n;
+    switch (key) {
+    case CLI_ERROR:
+      return CLI_EXIT_USAGE;
+    case 'h':
+      usage(&p, stdout);
       return 0;
-    } else if (strncmp(a, "--pass=", 7) == 0) {
-      rc = add_passes(o, a + 7);
-    } else if (strcmp(a, "--print-after-all") == 0) {
+    case 'V':
+      cli_print_version("fuse-opt", stdout);
+      return 0;
+    case OPT_PASS:
+      rc = add_passes(o, (char *)v);
+      break;
+    case OPT_PRINT_AFTER_ALL:
       o->print_after_all = true;
-    } else if (strncmp(a, "--emit=", 7) == 0) {
-      o->emit = fo_emitter_find(a + 7);
+      break;
+    case OPT_EMIT:
+      o->emit = fo_emitter_find(v);
       o->emit_given = true;
       if (!o->emit)
-        return usage_error("unknown stage '%s' for --emit (try --help)",
-                           a + 7);
-    } else if (strcmp(a, "--print-axis-map") == 0) {
+        return cli_usage_error("fuse-opt", "unknown stage '%s' for --emit",
+                               v);
+      break;
+    case 'o':
+      o->output = v;
+      break;
+    case OPT_PRINT_AXIS_MAP:
       o->emit = fo_emitter_find("axis-map"); /* same as --emit=axis-map */
       o->emit_given = true;
-    } else if (strcmp(a, "--split-input-file") == 0) {
+      break;
+    case OPT_SPLIT_INPUT_FILE:
       o->split_input_file = true;
-    } else if (strcmp(a, "--run-reference") == 0) {
+      break;
+    case OPT_RUN_REFERENCE:
       o->run_reference = true;
-    } else if (strncmp(a, "--seed=", 7) == 0) {
-      if (!parse_u64(a + 7, a + strlen(a), &o->seed))
-        return usage_error("--seed wants a non-negative integer, not '%s'",
-                           a + 7);
-    } else if (strncmp(a, "--bind=", 7) == 0) {
-      rc = add_binds(o, a + 7);
-    } else if (strncmp(a, "--arch=", 7) == 0) {
-      uint64_t sm = 0;
-      if (strncmp(a + 7, "sm_", 3) != 0 ||
-          !parse_u64(a + 10, a + strlen(a), &sm) || sm < 70 || sm > 200)
-        return usage_error("--arch wants sm_NN (e.g. sm_90), not '%s'", a + 7);
-      o->sm = (int)sm;
-    } else if (a[0] == '-' && a[1] != '\0') {
-      return usage_error("unknown option '%s'", a);
-    } else if (o->input) {
-      return usage_error("more than one input file ('%s')", a);
-    } else {
-      o->input = a;
+      break;
+    case OPT_SEED:
+      if (!cli_parse_uint("fuse-opt", "--seed", v, UINT64_MAX, &o->seed))
+        return CLI_EXIT_USAGE;
+      break;
+    case OPT_BIND:
+      rc = add_binds(o, v);
+      break;
+    case OPT_ARCH:
+      if (strncmp(v, "sm_", 3) != 0 || !cli_int_in(v + 3, 70, 200, &n))
+        return cli_usage_error("fuse-opt",
+                               "--arch wants sm_NN (e.g. sm_90), not '%s'", v);
+      o->sm = (int)n;
+      break;
+    default:
+      FZ_DIE("option key %d has no case", key);
     }
     if (rc)
       return rc;
   }
-  if (!o->input)
-    return usage_error("%s", "no input file (use '-' for stdin)");
+  if (optind == argc)
+    return cli_usage_error("fuse-opt", "no input file (use '-' for stdin)");
+  if (argc - optind > 1)
+    return cli_usage_error("fuse-opt", "more than one input file ('%s')",
+                           argv[optind + 1]);
+  o->input = argv[optind];
   return -1;
 }
 
@@ -364,19 +399,22 @@ int main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o);
   if (rc >= 0)
     return rc;
+  fo_output output;
+  if (!fo_output_open(&output, o.output))
+    return 1;
   size_t length = 0;
   char *text = read_input(o.input, &length);
-  if (!text)
+  if (!text) {
+    fo_output_close(&output, false);
     return 1;
+  }
   const char *filename = strcmp(o.input, "-") == 0 ? "<stdin>" : o.input;
   if (o.split_input_file)
-    rc = process_split(&o, filename, text, length, stdout);
+    rc = process_split(&o, filename, text, length, output.file);
   else
-    rc = process(&o, filename, 1, text, length, stdout);
+    rc = process(&o, filename, 1, text, length, output.file);
   free(text);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, "fuse-opt: error: writing the output failed\n");
+  if (!fo_output_close(&output, rc == 0))
     rc = 1;
-  }
   return rc;
 }

@@ -20,7 +20,8 @@ typedef struct fo_bind {
 struct fo_emitter;
 
 typedef struct fo_options {
-  const char *input; /* a path, or "-" for stdin */
+  const char *input;  /* a path, or "-" for stdin */
+  const char *output; /* -o: a path, "-" or NULL for stdout */
   const char *passes[FO_MAX_PASSES];
   int num_passes;
   bool print_after_all;
@@ -33,6 +34,21 @@ typedef struct fo_options {
   int num_binds;
   int sm; /* --arch=sm_NN for sched/llvm/ptx (default 90) */
 } fo_options;
+
+/* ---- output.c: -o FILE ------------------------------------------------ */
+
+typedef struct fo_output {
+  FILE *file;       /* where to write */
+  const char *path; /* -o FILE; NULL for stdout */
+  char *temp;       /* the file written until it is renamed to path */
+} fo_output;
+
+/* stdout for NULL or "-", else a temporary file next to path. False
+ * (after saying why on stderr) when it cannot be created. */
+bool fo_output_open(fo_output *output, const char *path);
+/* Flushes and closes; with keep, moves the text to its path, else drops
+ * it (path untouched). False (after saying why) if writing failed. */
+bool fo_output_close(fo_output *output, bool keep);
 
 /* ---- emit.c: what fuse-opt prints after the passes (--emit=NAME) ------- */
 
@@ -65,6 +81,8 @@ fz_status fo_emit_sched(fz_fusion *fusion, const fo_options *options,
                         FILE *out, fz_error *err);
 fz_status fo_emit_llvm(fz_fusion *fusion, const fo_options *options, FILE *out,
                        fz_error *err);
+fz_status fo_emit_llvm_lowered(fz_fusion *fusion, const fo_options *options,
+                               FILE *out, fz_error *err);
 fz_status fo_emit_segments(fz_fusion *fusion, const fo_options *options,
                            FILE *out, fz_error *err);
 fz_status fo_emit_explain(fz_fusion *fusion, const fo_options *options,

@@ -1,5 +1,6 @@
 /* stages.c - fuse-opt's compiler stages after the IR: the kernel plan
- * (--emit=sched), LLVM IR (--emit=llvm) and PTX (--emit=ptx).
+ * (--emit=sched), LLVM IR as lowered and after O3 (--emit=llvm-lowered,
+ * --emit=llvm) and PTX (--emit=ptx).
  *
  * Without a GPU there is no call to schedule for, so the problem is made
  * up from the fusion itself: symbols from --bind (8 otherwise), every
@@ -192,8 +193,10 @@ fz_status fo_emit_explain(fz_fusion *f, const fo_options *o, FILE *out,
   return FZ_OK;
 }
 
+typedef enum code_form { CODE_LLVM_LOWERED, CODE_LLVM, CODE_PTX } code_form;
+
 static fz_status emit_code(fz_fusion *f, const fo_options *o, FILE *out,
-                           bool llvm, fz_error *err) {
+                           code_form form, fz_error *err) {
   stage_problem sp = {0};
   fz_status st = schedule(f, o, out, &sp, err);
   if (st == FZ_OK) {
@@ -202,11 +205,12 @@ static fz_status emit_code(fz_fusion *f, const fo_options *o, FILE *out,
      * that determines it, would return the same). */
     fz_compile_options opts = fz_codegen_options(o->sm);
     opts.use_cache = false;
-    opts.want_llvm = llvm;
+    opts.want_llvm = form != CODE_PTX;
+    opts.want_unoptimized_llvm = form == CODE_LLVM_LOWERED;
     fz_kernel_code code;
     st = fz_compile_plan(sp.plan, &opts, &code, err);
     if (st == FZ_OK)
-      fputs(llvm ? code.llvm : code.ptx, out);
+      fputs(form == CODE_PTX ? code.ptx : code.llvm, out);
     fz_kernel_code_free(&code);
   }
   release(&sp);
@@ -215,12 +219,17 @@ static fz_status emit_code(fz_fusion *f, const fo_options *o, FILE *out,
 
 fz_status fo_emit_llvm(fz_fusion *f, const fo_options *o, FILE *out,
                        fz_error *err) {
-  return emit_code(f, o, out, true, err);
+  return emit_code(f, o, out, CODE_LLVM, err);
+}
+
+fz_status fo_emit_llvm_lowered(fz_fusion *f, const fo_options *o, FILE *out,
+                               fz_error *err) {
+  return emit_code(f, o, out, CODE_LLVM_LOWERED, err);
 }
 
 fz_status fo_emit_ptx(fz_fusion *f, const fo_options *o, FILE *out,
                       fz_error *err) {
-  return emit_code(f, o, out, false, err);
+  return emit_code(f, o, out, CODE_PTX, err);
 }
 
 /* The axis map: one line per class of axes that denote the same loop,

@@ -4,6 +4,7 @@
  *            [--offset E] [--pad P] [--no-canonicalize] [--print-plan]
  *            [--print-ptx] [--rtol R] [--atol A] [--no-validate]
  *            [--expect-layout K=P0,P1,...]
+ *   fuse-run --split-input-file FILE [the options of a file]
  *   fuse-run --random=COUNT [--seed S] [--reductions] [--max-extent E]
  *            [--max-elements N] [--offset E] [--pad P] [--no-canonicalize]
  *
@@ -29,17 +30,24 @@
  * An error about one op of the file (the verifier's, the executor's, the
  * interpreter's) is printed as "FILE:LINE:COL: error: ..." at the op.
  *
+ * Options follow the tools' shared conventions (tools/common/cli.h):
+ * `--opt v` or `--opt=v`, numbers checked whole and in range, -h/--help
+ * lists every option.
+ *
  * Exit status: 0 all outputs match; 1 a mismatch or an error; 2 bad usage;
  * 77 no GPU (the run is skipped, not passed).
  */
 #include "run.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "cli.h"
 
 enum { EXIT_MISMATCH = 1, EXIT_USAGE = 2, EXIT_SKIP = 77 };
 
@@ -66,31 +74,86 @@ typedef struct options {
   int expect_output[8], expect_rank[8], expect_order[8][FZ_MAX_RANK];
 } options;
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: fuse-run FILE [--size SYM=N,...] [--iters K] [--warmup W]\n"
-          "                [--seed S] [--offset E] [--pad P] "
-          "[--no-canonicalize]\n"
-          "                [--print-plan] [--print-ptx] [--rtol R] "
-          "[--atol A]\n"
-          "                [--no-validate]  (time only: for sizes the "
-          "interpreter is too slow for)\n"
-          "                [--expect-layout K=P0,P1,...]  (output K's "
-          "allocation order)\n"
-          "       fuse-run --random=COUNT [--seed S] [--reductions] "
-          "[--max-extent E]\n"
-          "                [--max-elements N] [--offset E] [--pad P] "
-          "[--no-canonicalize]\n");
-}
+enum {
+  OPT_SIZE = 256,
+  OPT_ITERS,
+  OPT_WARMUP,
+  OPT_SEED,
+  OPT_OFFSET,
+  OPT_PAD,
+  OPT_NO_CANONICALIZE,
+  OPT_PRINT_PLAN,
+  OPT_PRINT_PTX,
+  OPT_RTOL,
+  OPT_ATOL,
+  OPT_NO_VALIDATE,
+  OPT_EXPECT_LAYOUT,
+  OPT_SPLIT_INPUT_FILE,
+  OPT_RANDOM,
+  OPT_REDUCTIONS,
+  OPT_MAX_EXTENT,
+  OPT_MAX_ELEMENTS,
+};
 
-static bool parse_int(const char *s, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end)
-    return false;
-  *out = v;
-  return true;
+static const cli_option cli_options[] = {
+    {"size", 0, "SYM=N,...", "bind symbol SYM to N (repeatable)", OPT_SIZE},
+    {"iters", 0, "K", "timed runs, 1 to 100000 (default 50)", OPT_ITERS},
+    {"warmup", 0, "W", "untimed runs before them, 0 to 100000 (default 5)",
+     OPT_WARMUP},
+    {"seed", 0, "S",
+     "seed of the inputs (default: from the clock; printed)",
+     OPT_SEED},
+    {"offset", 0, "E",
+     "shift inputs by E elements (misaligned), 0 to 1024",
+     OPT_OFFSET},
+    {"pad", 0, "P",
+     "gap on non-contiguous axes, 0 to 1024 (default 3)", OPT_PAD},
+    {"no-canonicalize", 0, NULL, "run the fusion as written (no canonicalize)",
+     OPT_NO_CANONICALIZE},
+    {"print-plan", 0, NULL, "print the kernel plan of every segment",
+     OPT_PRINT_PLAN},
+    {"print-ptx", 0, NULL, "print the PTX of every kernel", OPT_PRINT_PTX},
+    {"rtol", 0, "R", "relative tolerance, >= 0 (default: by dtype)",
+     OPT_RTOL},
+    {"atol", 0, "A", "absolute tolerance, >= 0 (default: by dtype)",
+     OPT_ATOL},
+    {"no-validate", 0, NULL,
+     "time only (sizes too big for the interpreter)",
+     OPT_NO_VALIDATE},
+    {"expect-layout", 0, "K=P0,P1,...",
+     "fail unless output K is dense in that order (<= 8)",
+     OPT_EXPECT_LAYOUT},
+    {"split-input-file", 0, NULL,
+     "run each '// -----' chunk of FILE; untimed",
+     OPT_SPLIT_INPUT_FILE},
+    {"random", 0, "COUNT",
+     "COUNT random fusions (1 to 1000000), not a FILE",
+     OPT_RANDOM},
+    {"reductions", 0, NULL, "--random: fusions with reductions too",
+     OPT_REDUCTIONS},
+    {"max-extent", 0, "E", "--random: largest extent, 1 to 16777216",
+     OPT_MAX_EXTENT},
+    {"max-elements", 0, "N", "--random: most elements of a tensor, >= 1",
+     OPT_MAX_ELEMENTS},
+    {"help", 'h', NULL, "print this and exit", 'h'},
+    {"version", 'V', NULL, "print the versions of fuse-run and LLVM",
+     'V'},
+};
+
+enum { NUM_CLI_OPTIONS = sizeof cli_options / sizeof cli_options[0] };
+
+static void usage(const cli_parser *p, FILE *f) {
+  fprintf(f,
+          "usage: fuse-run [options] FILE|-\n"
+          "       fuse-run --random=COUNT [options]\n"
+          "\n"
+          "Runs a fusion on the GPU, validates it against the reference "
+          "interpreter\nand times it.\n"
+          "\n"
+          "options:\n");
+  cli_print_options(p, f);
+  fprintf(f, "\nexit status: 0 all outputs match, 1 a mismatch or an error, "
+             "2 bad usage,\n77 no GPU (skipped)\n");
 }
 
 /* "K=P0,P1,...": output K, allocation order P (a permutation). */
@@ -118,104 +181,116 @@ static bool parse_expect(const char *s, options *o) {
   return true;
 }
 
+/* An integer option in [min, max], or the usage exit code from `rc`. */
+#define INT_OPTION(name, min, max, dest)                                       \
+  do {                                                                         \
+    int64_t n_;                                                                \
+    if (!cli_parse_int("fuse-run", name, v, min, max, &n_))                    \
+      return EXIT_USAGE;                                                       \
+    dest = n_;                                                                 \
+  } while (0)
+
+/* Returns -1 to go on, else the exit code. Nothing here touches the GPU:
+ * a usage error is reported on any machine. */
 static int parse_options(int argc, char **argv, options *o) {
   *o = (options){.iters = 50, .warmup = 5, .pad = 3, .canonicalize = true,
                  .validate = true,
                  .rtol = -1, .atol = -1};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = NULL;
-#define VALUE(name)                                                            \
-  (strncmp(a, name "=", sizeof name) == 0                                      \
-       ? (v = a + sizeof name)                                                 \
-       : strcmp(a, name) == 0 && i + 1 < argc ? (v = argv[++i]) : NULL)
-    int64_t n;
-    if (VALUE("--size")) {
+  cli_parser p;
+  cli_init(&p, "fuse-run", cli_options, NUM_CLI_OPTIONS);
+  const char *v;
+  int key;
+  while ((key = cli_next(&p, argc, argv, &v)) != CLI_DONE) {
+    switch (key) {
+    case CLI_ERROR:
+      return EXIT_USAGE;
+    case 'h':
+      usage(&p, stdout);
+      return 0;
+    case 'V':
+      cli_print_version("fuse-run", stdout);
+      return 0;
+    case OPT_SIZE:
       if (o->num_sizes == 32)
-        return fprintf(stderr, "fuse-run: too many --size\n"), EXIT_USAGE;
+        return cli_usage_error("fuse-run", "more than 32 --size options");
       o->sizes[o->num_sizes++] = (char *)v;
-    } else if (VALUE("--iters")) {
-      if (!parse_int(v, &n) || n < 1 || n > 100000)
-        return fprintf(stderr, "fuse-run: bad --iters %s\n", v), EXIT_USAGE;
-      o->iters = (int)n;
+      break;
+    case OPT_ITERS:
+      INT_OPTION("--iters", 1, 100000, o->iters);
       o->iters_given = true;
-    } else if (VALUE("--warmup")) {
-      if (!parse_int(v, &n) || n < 0 || n > 100000)
-        return fprintf(stderr, "fuse-run: bad --warmup %s\n", v), EXIT_USAGE;
-      o->warmup = (int)n;
-    } else if (VALUE("--seed")) {
-      if (!parse_int(v, &n))
-        return fprintf(stderr, "fuse-run: bad --seed %s\n", v), EXIT_USAGE;
-      o->seed = (uint64_t)n;
+      break;
+    case OPT_WARMUP:
+      INT_OPTION("--warmup", 0, 100000, o->warmup);
+      break;
+    case OPT_SEED:
+      if (!cli_parse_uint("fuse-run", "--seed", v, UINT64_MAX, &o->seed))
+        return EXIT_USAGE;
       o->seed_given = true;
-    } else if (VALUE("--offset")) {
-      if (!parse_int(v, &n) || n < 0 || n > 1024)
-        return fprintf(stderr, "fuse-run: bad --offset %s\n", v), EXIT_USAGE;
-      o->offset = n;
-    } else if (VALUE("--pad")) {
-      if (!parse_int(v, &n) || n < 0 || n > 1024)
-        return fprintf(stderr, "fuse-run: bad --pad %s\n", v), EXIT_USAGE;
-      o->pad = n;
-    } else if (strcmp(a, "--split-input-file") == 0) {
+      break;
+    case OPT_OFFSET:
+      INT_OPTION("--offset", 0, 1024, o->offset);
+      break;
+    case OPT_PAD:
+      INT_OPTION("--pad", 0, 1024, o->pad);
+      break;
+    case OPT_SPLIT_INPUT_FILE:
       o->split = true;
-    } else if (VALUE("--random")) {
-      if (!parse_int(v, &n) || n < 1 || n > 1000000)
-        return fprintf(stderr, "fuse-run: bad --random %s\n", v), EXIT_USAGE;
-      o->random = (int)n;
-    } else if (VALUE("--max-extent")) {
-      if (!parse_int(v, &n) || n < 1 || n > (1 << 24))
-        return fprintf(stderr, "fuse-run: bad --max-extent %s\n", v),
-               EXIT_USAGE;
-      o->max_extent = (int)n;
-    } else if (VALUE("--max-elements")) {
-      if (!parse_int(v, &n) || n < 1)
-        return fprintf(stderr, "fuse-run: bad --max-elements %s\n", v),
-               EXIT_USAGE;
-      o->max_elements = n;
-    } else if (VALUE("--expect-layout")) {
+      break;
+    case OPT_RANDOM:
+      INT_OPTION("--random", 1, 1000000, o->random);
+      break;
+    case OPT_MAX_EXTENT:
+      INT_OPTION("--max-extent", 1, 1 << 24, o->max_extent);
+      break;
+    case OPT_MAX_ELEMENTS:
+      INT_OPTION("--max-elements", 1, INT64_MAX, o->max_elements);
+      break;
+    case OPT_EXPECT_LAYOUT:
       if (o->num_expect == 8 || !parse_expect(v, o))
-        return fprintf(stderr, "fuse-run: bad --expect-layout %s (want "
-                               "K=P0,P1,...; at most 8)\n", v),
-               EXIT_USAGE;
-    } else if (strcmp(a, "--reductions") == 0) {
+        return cli_usage_error("fuse-run",
+                               "bad --expect-layout '%s' (want K=P0,P1,...; "
+                               "at most 8)",
+                               v);
+      break;
+    case OPT_REDUCTIONS:
       o->reductions = true;
-    } else if (VALUE("--rtol")) {
-      o->rtol = atof(v);
-    } else if (VALUE("--atol")) {
-      o->atol = atof(v);
-    } else if (strcmp(a, "--no-validate") == 0) {
+      break;
+    case OPT_RTOL:
+      if (!cli_parse_double("fuse-run", "--rtol", v, 0, DBL_MAX, &o->rtol))
+        return EXIT_USAGE;
+      break;
+    case OPT_ATOL:
+      if (!cli_parse_double("fuse-run", "--atol", v, 0, DBL_MAX, &o->atol))
+        return EXIT_USAGE;
+      break;
+    case OPT_NO_VALIDATE:
       o->validate = false;
-    } else if (strcmp(a, "--no-canonicalize") == 0) {
+      break;
+    case OPT_NO_CANONICALIZE:
       o->canonicalize = false;
-    } else if (strcmp(a, "--print-plan") == 0) {
+      break;
+    case OPT_PRINT_PLAN:
       o->print_plan = true;
-    } else if (strcmp(a, "--print-ptx") == 0) {
+      break;
+    case OPT_PRINT_PTX:
       o->print_ptx = true;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      exit(0);
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "fuse-run: unknown option %s\n", a);
-      usage(stderr);
-      return EXIT_USAGE;
-    } else if (!o->file) {
-      o->file = a;
-    } else {
-      fprintf(stderr, "fuse-run: more than one input file\n");
-      return EXIT_USAGE;
+      break;
+    default:
+      FZ_DIE("option key %d has no case", key);
     }
-#undef VALUE
   }
-  if (o->random && o->file) {
-    fprintf(stderr, "fuse-run: --random takes no input file\n");
-    return EXIT_USAGE;
-  }
-  if (!o->file && !o->random) {
-    usage(stderr);
-    return EXIT_USAGE;
-  }
-  return 0;
+  if (argc - optind > 1)
+    return cli_usage_error("fuse-run", "more than one input file ('%s')",
+                           argv[optind + 1]);
+  o->file = optind < argc ? argv[optind] : NULL;
+  if (o->random && o->file)
+    return cli_usage_error("fuse-run", "--random takes no input file");
+  if (!o->file && !o->random)
+    return cli_usage_error("fuse-run", "no input file (or --random=COUNT)");
+  return -1;
 }
+
+#undef INT_OPTION
 
 static char *read_file(const char *path, size_t *len) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -259,7 +334,7 @@ static int bind_sizes(const options *o, const fz_fusion *f, int64_t *values) {
     for (char *item = strtok(buf, ","); item; item = strtok(NULL, ",")) {
       char *eq = strchr(item, '=');
       int64_t n;
-      if (!eq || !parse_int(eq + 1, &n) || n < 0) {
+      if (!eq || !cli_int_in(eq + 1, 0, INT64_MAX, &n)) {
         fprintf(stderr, "fuse-run: bad --size item '%s' (want SYM=N)\n", item);
         return EXIT_USAGE;
       }
@@ -582,7 +657,7 @@ static int run_split(options *o) {
 int main(int argc, char **argv) {
   options o;
   int rc = parse_options(argc, argv, &o);
-  if (rc)
+  if (rc >= 0)
     return rc;
   if (o.random)
     return run_random(&o);
