@@ -1,6 +1,7 @@
-/* ir.h - the Fusion IR: every data structure, and the prototypes of the
- * library's IR-level functions grouped by the file that defines them. This
- * header is the table of contents of lib/ir.
+/* ir.h - the Fusion IR: every data structure, and the prototypes of
+ * lib/ir's functions grouped by the file that defines them. This header is
+ * the table of contents of lib/ir; lib/sched's passes are declared in
+ * lib/sched/pass.h.
  *
  * Model. A fusion is a list of ops in SSA order over values. A value is a
  * fusion input, an op result, or a literal scalar. Every value has a type:
@@ -405,8 +406,8 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  * failure, fusion unchanged):
  *  fz_unary, fz_binary, fz_ternary: pointwise ops by opcode (the opcode's
  *    arity must match);
- *  fz_cast: to `dtype` (float->int truncates and saturates, see
- *    DESIGN);
+ *  fz_cast: to `dtype` (float->int truncates toward zero and saturates,
+ *    NaN -> 0: docs/format.md);
  *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims` (see
  *    Axes above); keepdim leaves b1 axes in their place;
  *  fz_broadcast: inserts b1 axes at result positions `dims` (of the
@@ -537,50 +538,6 @@ uint16_t fz_f16_from_double(double v);
 double fz_f16_to_double(uint16_t bits);
 uint16_t fz_bf16_from_double(double v);
 double fz_bf16_to_double(uint16_t bits);
-
-/* ---- pass.c: the pass table (lib/sched) ------------------------------- */
-
-/* A pass edits a fusion in place; it returns non-FZ_OK only for input it
- * cannot handle, never leaving the fusion half-rewritten and invalid. */
-typedef fz_status (*fz_pass_fn)(fz_fusion *fusion, fz_error *err);
-typedef struct fz_pass_info {
-  const char *name;        /* as given to fz_run_pass and --pass */
-  fz_pass_fn run;
-  const char *description; /* one line, for --help */
-} fz_pass_info;
-/* The table, in registration order; fz_pass_at returns NULL out of range. */
-int fz_pass_count(void);
-const fz_pass_info *fz_pass_at(int index);
-/* The pass with this name, or NULL. */
-const fz_pass_info *fz_pass_find(const char *name);
-
-/* ---- canonicalize.c ----------------------------------------------------- */
-
-/* Folds squeeze(broadcast(x)), broadcast(squeeze(x)), set chains,
- * permute(permute(x)) and arithmetic on literals, merges common
- * subexpressions and drops dead ops, to a fixpoint. Values are preserved
- * exactly, and so is every declared layout of a fusion output. */
-fz_status fz_pass_canonicalize(fz_fusion *fusion, fz_error *err);
-
-/* ---- cse.c -------------------------------------------------------------- */
-
-/* One sweep of common-subexpression elimination: a later op equal to an
- * earlier one (opcode, operands, attributes, type including layout) has its
- * uses moved to the earlier result. Returns whether anything changed; the
- * merged ops are left dead for fz_remove_dead_ops. */
-bool fz_cse(fz_fusion *fusion);
-/* The "cse" pass: fz_cse to a fixpoint, then dead ops removed. */
-fz_status fz_pass_cse(fz_fusion *fusion, fz_error *err);
-
-/* ---- alloc_order.c ------------------------------------------------------ */
-
-/* The "alloc-order" pass: every op result of rank > 0 without a declared
- * layout takes the allocation order of the operand it is computed from
- * (carried through permute, broadcast, squeeze, reductions and reshapes
- * that keep it derivable; rules in alloc_order.c), fully contiguous, with
- * has_layout set. Declared layouts are never changed. Outputs included:
- * the executor allocates them in the order chosen. */
-fz_status fz_pass_alloc_order(fz_fusion *fusion, fz_error *err);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,8 @@
  */
 #include "runtime/executor.h"
 
+#include "sched/pass.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

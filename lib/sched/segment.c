@@ -34,6 +34,7 @@
  */
 #include "sched/segment.h"
 
+#include "sched/pass.h"
 #include "sched/segment_extract.h"
 
 #include <stdio.h>

@@ -8,6 +8,7 @@
  */
 #include "test_util.h"
 
+#include "sched/pass.h"
 #include "testing/splitmix.h"
 
 #include <dirent.h>

@@ -18,6 +18,8 @@
  */
 #include "fuse-opt.h"
 
+#include "sched/pass.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>

@@ -29,6 +29,7 @@
 #include "lower_util.h"
 
 #include "codegen/codegen.h"
+#include "sched/pass.h"
 #include "sched/segment.h"
 #include "testing/random.h"
 #include "testing/splitmix.h"
