@@ -210,6 +210,12 @@ fz_status fz_type_sizes(const fz_type *type, const int64_t *symbol_values,
  * scheduled. The message names the value. */
 fz_status fz_check_sizes(const fz_fusion *fusion, const int64_t *symbol_values,
                          fz_status status, fz_error *err);
+/* Dense strides (in elements) of a tensor of this type and these sizes,
+ * laid out in its allocation order (logical order when it has no layout),
+ * every axis contiguous; sizes 0 and 1 take no room. The sizes must have
+ * passed fz_size_of: the products are not checked again. */
+void fz_type_dense_strides(const fz_type *type, const int64_t *sizes,
+                           int64_t *strides);
 
 /* ---- values and ops ----------------------------------------------------- */
 
@@ -509,6 +515,13 @@ void fz_print_type(fz_buf *b, const fz_fusion *fusion, const fz_type *type,
  * NULL when out of memory. Other printers (axis map, segments) use it to
  * name values exactly as fz_print does. */
 int *fz_print_value_numbers(const fz_fusion *fusion);
+/* Appends how the printer refers to v: "%name", else "%N" with N =
+ * numbers[v->id] (numbers from fz_print_value_numbers), else (numbers
+ * NULL, or an id the printer does not number) "%<id>", v's value id. */
+void fz_print_value_label(fz_buf *b, const fz_value *v, const int *numbers);
+/* v as messages name it: "%name", or "%<id>" (v's value id) for a value
+ * without a name. Writes at most size bytes into buf; returns buf. */
+const char *fz_value_label(const fz_value *v, char *buf, size_t size);
 
 /* ---- promote.c: PyTorch type promotion ---------------------------------- */
 

@@ -264,12 +264,7 @@ static void schedule(const fz_fusion *f, const tensors *in, bool count,
     *d = (fz_tensor_desc){.dtype = t->dtype, .rank = t->rank, .align = 16};
     if (fz_output_sizes(f, i, &b, d->sizes, &err) != FZ_OK)
       fail_seed("%s: output sizes: %s", what, err.message);
-    int64_t stride = 1;
-    for (int p = t->rank - 1; p >= 0; p--) {
-      int axis = t->has_layout ? t->alloc_order[p] : p;
-      d->strides[axis] = stride;
-      stride *= d->sizes[axis] > 1 ? d->sizes[axis] : 1;
-    }
+    fz_type_dense_strides(t, d->sizes, d->strides);
   }
   fz_problem problem = {.fusion = f, .inputs = din, .outputs = dout,
                         .symbols = b.values,
