@@ -1,6 +1,7 @@
-/* ir.h - the Fusion IR: every data structure, and the prototypes of the
- * library's IR-level functions grouped by the file that defines them. This
- * header is the table of contents of lib/ir.
+/* ir.h - the Fusion IR: every data structure, and the prototypes of
+ * lib/ir's functions grouped by the file that defines them. This header is
+ * the table of contents of lib/ir; lib/sched's passes are declared in
+ * lib/sched/pass.h.
  *
  * Model. A fusion is a list of ops in SSA order over values. A value is a
  * fusion input, an op result, or a literal scalar. Every value has a type:
@@ -209,6 +210,12 @@ fz_status fz_type_sizes(const fz_type *type, const int64_t *symbol_values,
  * scheduled. The message names the value. */
 fz_status fz_check_sizes(const fz_fusion *fusion, const int64_t *symbol_values,
                          fz_status status, fz_error *err);
+/* Dense strides (in elements) of a tensor of this type and these sizes,
+ * laid out in its allocation order (logical order when it has no layout),
+ * every axis contiguous; sizes 0 and 1 take no room. The sizes must have
+ * passed fz_size_of: the products are not checked again. */
+void fz_type_dense_strides(const fz_type *type, const int64_t *sizes,
+                           int64_t *strides);
 
 /* ---- values and ops ----------------------------------------------------- */
 
@@ -405,8 +412,8 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  * failure, fusion unchanged):
  *  fz_unary, fz_binary, fz_ternary: pointwise ops by opcode (the opcode's
  *    arity must match);
- *  fz_cast: to `dtype` (float->int truncates and saturates, see
- *    DESIGN);
+ *  fz_cast: to `dtype` (float->int truncates toward zero and saturates,
+ *    NaN -> 0: docs/format.md);
  *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims` (see
  *    Axes above); keepdim leaves b1 axes in their place;
  *  fz_broadcast: inserts b1 axes at result positions `dims` (of the
@@ -508,6 +515,13 @@ void fz_print_type(fz_buf *b, const fz_fusion *fusion, const fz_type *type,
  * NULL when out of memory. Other printers (axis map, segments) use it to
  * name values exactly as fz_print does. */
 int *fz_print_value_numbers(const fz_fusion *fusion);
+/* Appends how the printer refers to v: "%name", else "%N" with N =
+ * numbers[v->id] (numbers from fz_print_value_numbers), else (numbers
+ * NULL, or an id the printer does not number) "%<id>", v's value id. */
+void fz_print_value_label(fz_buf *b, const fz_value *v, const int *numbers);
+/* v as messages name it: "%name", or "%<id>" (v's value id) for a value
+ * without a name. Writes at most size bytes into buf; returns buf. */
+const char *fz_value_label(const fz_value *v, char *buf, size_t size);
 
 /* ---- promote.c: PyTorch type promotion ---------------------------------- */
 
@@ -537,79 +551,6 @@ uint16_t fz_f16_from_double(double v);
 double fz_f16_to_double(uint16_t bits);
 uint16_t fz_bf16_from_double(double v);
 double fz_bf16_to_double(uint16_t bits);
-
-/* ---- pass.c: the pass table (lib/sched) ------------------------------- */
-
-/* A pass edits a fusion in place; it returns non-FZ_OK only for input it
- * cannot handle, never leaving the fusion half-rewritten and invalid. */
-typedef fz_status (*fz_pass_fn)(fz_fusion *fusion, fz_error *err);
-typedef struct fz_pass_info {
-  const char *name;        /* as given to fz_run_pass and --pass */
-  fz_pass_fn run;
-  const char *description; /* one line, for --help */
-} fz_pass_info;
-/* The table, in registration order; fz_pass_at returns NULL out of range. */
-int fz_pass_count(void);
-const fz_pass_info *fz_pass_at(int index);
-/* The pass with this name, or NULL. */
-const fz_pass_info *fz_pass_find(const char *name);
-
-/* ---- canonicalize.c ----------------------------------------------------- */
-
-/* Folds squeeze(broadcast(x)), broadcast(squeeze(x)), set chains,
- * permute(permute(x)) and arithmetic on literals, merges common
- * subexpressions and drops dead ops, to a fixpoint. Values are preserved
- * exactly, and so is every declared layout of a fusion output. */
-fz_status fz_pass_canonicalize(fz_fusion *fusion, fz_error *err);
-
-/* ---- cse.c -------------------------------------------------------------- */
-
-/* One sweep of common-subexpression elimination: a later op equal to an
- * earlier one (opcode, operands, attributes, type including layout) has its
- * uses moved to the earlier result. Returns whether anything changed; the
- * merged ops are left dead for fz_remove_dead_ops. */
-bool fz_cse(fz_fusion *fusion);
-/* The "cse" pass: fz_cse to a fixpoint, then dead ops removed. */
-fz_status fz_pass_cse(fz_fusion *fusion, fz_error *err);
-
-/* ---- alloc_order.c ------------------------------------------------------ */
-
-/* The "alloc-order" pass: every op result of rank > 0 without a declared
- * layout takes the allocation order of the operand it is computed from
- * (carried through permute, broadcast, squeeze, reductions and reshapes
- * that keep it derivable; rules in alloc_order.c), fully contiguous, with
- * has_layout set. Declared layouts are never changed. Outputs included:
- * the executor allocates them in the order chosen. */
-fz_status fz_pass_alloc_order(fz_fusion *fusion, fz_error *err);
-
-/* ---- random.c ----------------------------------------------------------- */
-
-/* What fz_random_fusion may generate; zero fields take the defaults. */
-typedef struct fz_random_options {
-  bool allow_reductions; /* sum/prod/amax/amin and their epilogues */
-  int max_ops;           /* ops to aim for, at least 3 (0: 15) */
-  unsigned dtypes;       /* input and cast dtypes, bits 1u << FZ_<dtype>
-                            (0: FZ_RANDOM_DTYPES_DEFAULT) */
-  int max_extent;        /* largest symbol value and constant extent (0: 40) */
-  int64_t max_elements;  /* largest tensor fz_random_bindings allows
-                            (0: 65536) */
-} fz_random_options;
-
-#define FZ_RANDOM_DTYPES_DEFAULT                                               \
-  ((1u << FZ_F32) | (1u << FZ_F16) | (1u << FZ_BF16) | (1u << FZ_I32) |        \
-   (1u << FZ_BOOL))
-
-/* A random fusion that fz_verify accepts, the same for the same seed and
- * options: 1-3 inputs of rank 1-4 with random layouts, 3..max_ops ops,
- * 1-3 outputs. Its values stay comparable between the GPU and the
- * interpreter (no discontinuity after an inexact op, bounded magnitudes,
- * outputs no finer than their error). NULL only when out of memory. */
-fz_fusion *fz_random_fusion(uint64_t seed, const fz_random_options *opts);
-/* Random values for the fusion's symbols (values[num_symbols]), each in
- * [1, max_extent], shrunk until no tensor has more than max_elements.
- * opts may be NULL. */
-void fz_random_bindings(const fz_fusion *fusion, uint64_t seed,
-                        const fz_random_options *opts, int64_t *values);
 
 #ifdef __cplusplus
 }

@@ -300,10 +300,7 @@ fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,
     t.contiguous[i] = contiguous ? contiguous[i] : true;
   }
   char what[64];
-  if (value->name)
-    snprintf(what, sizeof what, "%%%s", value->name);
-  else
-    snprintf(what, sizeof what, "%%%d", value->id);
+  fz_value_label(value, what, sizeof what);
   fz_status st = fz_check_layout(&t, what, err);
   if (st)
     return st;

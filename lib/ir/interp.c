@@ -37,7 +37,7 @@ fz_status fz_interp_invalid(fz_interp *in, const fz_op *op, const char *fmt,
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return fz_error_at(in->err, op->loc, FZ_ERR_INVALID, "%s = %s: %s",
-                     fz_interp_label(op->result, l, sizeof l),
+                     fz_value_label(op->result, l, sizeof l),
                      fz_op_table[op->code].name, msg);
 }
 
@@ -78,7 +78,7 @@ fz_status fz_interp_new_dense(fz_interp *in, const fz_value *v,
   if (st)
     return st;
   int64_t n;
-  fz_interp_label(v, l, sizeof l);
+  fz_value_label(v, l, sizeof l);
   if ((st = fz_size_of(out->rank, out->sizes, out->dtype, l, FZ_ERR_ARGUMENT,
                        &n, NULL, in->err)))
     return st;
@@ -129,16 +129,16 @@ static void write_output(const fz_iview *v, const fz_host_tensor *t) {
                    .rank = t->rank};
   memcpy(host.sizes, t->sizes, sizeof host.sizes);
   memcpy(host.strides, t->strides, sizeof host.strides);
-  fz_iloops l;
-  fz_iloops_init(&l, v->rank, v->sizes);
-  fz_iloops_add(&l, v->offset, v->strides);
-  fz_iloops_add(&l, 0, host.strides);
-  fz_iloops_optimize(&l, 1); /* write in the output's memory order */
-  fz_scalar x[FZ_IROW];
+  fz_loop_nest l;
+  fz_loop_nest_init(&l, v->rank, v->sizes);
+  fz_loop_nest_add(&l, v->offset, v->strides);
+  fz_loop_nest_add(&l, 0, host.strides);
+  fz_loop_nest_optimize(&l, 1); /* write in the output's memory order */
+  fz_scalar x[FZ_INTERP_CHUNK];
   fz_dtype exact = fz_iexact_dtype(v->dtype);
-  fz_icursor c;
-  fz_icursor_start(&c, &l);
-  while (fz_icursor_next(&c)) {
+  fz_chunk_cursor c;
+  fz_chunk_cursor_start(&c, &l);
+  while (fz_chunk_cursor_next(&c)) {
     fz_iload(v, c.off[0], c.step[0], c.len, exact, x);
     fz_istore(&host, c.off[1], c.step[1], c.len, x, exact);
   }
@@ -173,7 +173,7 @@ static fz_status plan(fz_interp *in, bool *run) {
         char l[64];
         st = fz_error_set(in->err, FZ_ERR_INVALID,
                           "%s: operand %d has an id outside the fusion",
-                          fz_interp_label(op->result, l, sizeof l), k);
+                          fz_value_label(op->result, l, sizeof l), k);
         break;
       }
       needed[v->id] = true;

@@ -29,8 +29,6 @@ int64_t fz_interp_int_op(fz_opcode code, int64_t a, int64_t b, int64_t c);
 
 /* ---- interp_bind.c ------------------------------------------------------- */
 
-/* "%name", or "%<id>" for a value without a name (as the builder says). */
-const char *fz_interp_label(const fz_value *v, char *buf, size_t size);
 /* Sizes of v's axes under the bindings; fails if a symbol is unbound. */
 fz_status fz_interp_value_sizes(const fz_fusion *f, const fz_value *v,
                                 const fz_bindings *b, int64_t *sizes,
@@ -72,37 +70,37 @@ typedef struct fz_iview {
 } fz_iview;
 
 /* Elements a loop body handles at once; rows are cut into chunks of it. */
-#define FZ_IROW 256
+#define FZ_INTERP_CHUNK 256
 #define FZ_IMAX_TENSORS 4
 
 /* A loop nest over one shape, walking up to FZ_IMAX_TENSORS tensors, each
  * with its own base offset and strides. */
-typedef struct fz_iloops {
+typedef struct fz_loop_nest {
   int rank, n;
   int64_t sizes[FZ_MAX_RANK];
   int64_t base[FZ_IMAX_TENSORS];
   int64_t strides[FZ_IMAX_TENSORS][FZ_MAX_RANK];
-} fz_iloops;
+} fz_loop_nest;
 
-/* Walks a loop nest one chunk (at most FZ_IROW elements of the innermost
- * axis) at a time: off[k] is tensor k's offset of the chunk's first
- * element, step[k] its stride along the chunk, len its length. */
-typedef struct fz_icursor {
-  const fz_iloops *l;
+/* Walks a loop nest one chunk (at most FZ_INTERP_CHUNK elements of the
+ * innermost axis) at a time: off[k] is tensor k's offset of the chunk's
+ * first element, step[k] its stride along the chunk, len its length. */
+typedef struct fz_chunk_cursor {
+  const fz_loop_nest *l;
   int64_t idx[FZ_MAX_RANK];
   int64_t row[FZ_IMAX_TENSORS]; /* offsets of the current row's start */
   int64_t rows_left, col, len;
   int64_t off[FZ_IMAX_TENSORS], step[FZ_IMAX_TENSORS];
-} fz_icursor;
+} fz_chunk_cursor;
 
-void fz_iloops_init(fz_iloops *l, int rank, const int64_t *sizes);
-int fz_iloops_add(fz_iloops *l, int64_t base, const int64_t *strides);
+void fz_loop_nest_init(fz_loop_nest *l, int rank, const int64_t *sizes);
+int fz_loop_nest_add(fz_loop_nest *l, int64_t base, const int64_t *strides);
 /* Reorders the axes so that tensor `guide` (or none, if < 0) is walked in
  * memory order, drops size-1 axes and merges axes that are contiguous in
  * every tensor. Iteration order is all that changes. */
-void fz_iloops_optimize(fz_iloops *l, int guide);
-void fz_icursor_start(fz_icursor *c, const fz_iloops *l);
-bool fz_icursor_next(fz_icursor *c);
+void fz_loop_nest_optimize(fz_loop_nest *l, int guide);
+void fz_chunk_cursor_start(fz_chunk_cursor *c, const fz_loop_nest *l);
+bool fz_chunk_cursor_next(fz_chunk_cursor *c);
 
 /* The axis order (outermost first) that walks a tensor with these strides
  * in memory order: by decreasing |stride|, ties in logical order. */

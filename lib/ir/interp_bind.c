@@ -17,14 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char *fz_interp_label(const fz_value *v, char *buf, size_t size) {
-  if (v->name)
-    snprintf(buf, size, "%%%s", v->name);
-  else
-    snprintf(buf, size, "%%%d", v->id);
-  return buf;
-}
-
 static const char *symbol_name(const fz_fusion *f, int32_t s) {
   return f->symbols[s].name ? f->symbols[s].name : "?";
 }
@@ -42,7 +34,7 @@ fz_status fz_interp_value_sizes(const fz_fusion *f, const fz_value *v,
       char l[64];
       return fz_error_set(
           err, FZ_ERR_ARGUMENT, "%s axis %d: symbol %s is not bound",
-          fz_interp_label(v, l, sizeof l), i,
+          fz_value_label(v, l, sizeof l), i,
           e.symbol < f->num_symbols ? symbol_name(f, e.symbol) : "<invalid>");
     }
     sizes[i] = b->values[e.symbol];
@@ -60,7 +52,7 @@ static fz_status bind_input(const fz_fusion *f, int index,
                             origin *origins, fz_error *err) {
   const fz_value *v = f->inputs[index];
   char l[64];
-  fz_interp_label(v, l, sizeof l);
+  fz_value_label(v, l, sizeof l);
   if (t->dtype != v->type.dtype)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "input %d (%s): dtype %s does not match the declared "
@@ -107,7 +99,7 @@ static fz_status bind_input(const fz_fusion *f, int index,
     } else if (values[e.symbol] != size) {
       const origin *o = &origins[e.symbol];
       char first[64];
-      fz_interp_label(f->inputs[o->input], first, sizeof first);
+      fz_value_label(f->inputs[o->input], first, sizeof first);
       return fz_error_set(err, FZ_ERR_ARGUMENT,
                           "input %d (%s) axis %d: size %" PRId64
                           " but symbol %s is %" PRId64
@@ -133,12 +125,12 @@ static fz_status check_results(const fz_fusion *f, const int64_t *values,
         return fz_error_set(err, FZ_ERR_INVALID,
                             "%s axis %d uses symbol %d but the fusion has "
                             "%d symbols",
-                            fz_interp_label(v, l, sizeof l), i, (int)e.symbol,
+                            fz_value_label(v, l, sizeof l), i, (int)e.symbol,
                             f->num_symbols);
       if (e.symbol >= 0 && values[e.symbol] < 0)
         return fz_error_set(err, FZ_ERR_ARGUMENT,
                             "%s axis %d: symbol %s is not bound by any input",
-                            fz_interp_label(v, l, sizeof l), i,
+                            fz_value_label(v, l, sizeof l), i,
                             symbol_name(f, e.symbol));
     }
   }
@@ -247,7 +239,7 @@ fz_status fz_interp_check_args(const fz_fusion *f, const fz_bindings *b,
     const fz_host_tensor *t = &outputs[i];
     const fz_value *v = f->outputs[i];
     char l[64];
-    fz_interp_label(v, l, sizeof l);
+    fz_value_label(v, l, sizeof l);
     if (t->dtype != v->type.dtype)
       return fz_error_set(
           err, FZ_ERR_ARGUMENT, "output %d (%s): dtype %s but the value is %s",

@@ -65,7 +65,7 @@ static fz_dtype compute_dtype(const fz_op *op) {
 /* Computes one chunk of n elements from loaded operands x into r, as
  * doubles when ct is a float dtype, else as int64s. */
 static void compute_chunk(const fz_op *op, fz_dtype ct, int64_t n,
-                          fz_scalar x[3][FZ_IROW], fz_scalar *r) {
+                          fz_scalar x[3][FZ_INTERP_CHUNK], fz_scalar *r) {
   fz_opcode code = op->code;
   switch (code) {
   case FZ_OP_CAST:
@@ -153,12 +153,12 @@ static fz_status eval_pointwise(fz_interp *in, const fz_op *op, fz_iview *res) {
                                 res)))
     return st;
 
-  fz_iloops l;
-  fz_iloops_init(&l, rank, sizes);
+  fz_loop_nest l;
+  fz_loop_nest_init(&l, rank, sizes);
   for (int k = 0; k < n; k++)
-    fz_iloops_add(&l, ops[k]->offset, strides[k]);
-  int out = fz_iloops_add(&l, 0, res->strides);
-  fz_iloops_optimize(&l, out); /* res is laid out like the guide */
+    fz_loop_nest_add(&l, ops[k]->offset, strides[k]);
+  int out = fz_loop_nest_add(&l, 0, res->strides);
+  fz_loop_nest_optimize(&l, out); /* res is laid out like the guide */
 
   fz_dtype ct = compute_dtype(op);
   /* where: the condition is loaded as bool, the values as ct */
@@ -169,10 +169,10 @@ static fz_status eval_pointwise(fz_interp *in, const fz_op *op, fz_iview *res) {
   fz_dtype result_as = op->code == FZ_OP_ISNAN ? FZ_BOOL : fz_iexact_dtype(ct);
   bool isnan_of_int = op->code == FZ_OP_ISNAN && !is_float(ops[0]->dtype);
 
-  fz_scalar x[3][FZ_IROW], r[FZ_IROW];
-  fz_icursor c;
-  fz_icursor_start(&c, &l);
-  while (fz_icursor_next(&c)) {
+  fz_scalar x[3][FZ_INTERP_CHUNK], r[FZ_INTERP_CHUNK];
+  fz_chunk_cursor c;
+  fz_chunk_cursor_start(&c, &l);
+  while (fz_chunk_cursor_next(&c)) {
     if (op->code == FZ_OP_ISNAN) {
       if (!isnan_of_int)
         fz_iload(ops[0], c.off[0], c.step[0], c.len, FZ_F64, x[0]);
@@ -295,15 +295,15 @@ static fz_status eval_reduction(fz_interp *in, const fz_op *op, fz_iview *res) {
   fz_scalar *acc = res->buf->data, init = identity(op->code, fl);
   for (int64_t e = 0; e < n; e++)
     acc[e] = init;
-  fz_iloops l;
-  fz_iloops_init(&l, src->rank, src->sizes);
-  fz_iloops_add(&l, src->offset, src->strides);
-  fz_iloops_add(&l, 0, out_strides);
-  fz_iloops_optimize(&l, 0);
-  fz_scalar x[FZ_IROW];
-  fz_icursor c;
-  fz_icursor_start(&c, &l);
-  while (fz_icursor_next(&c)) {
+  fz_loop_nest l;
+  fz_loop_nest_init(&l, src->rank, src->sizes);
+  fz_loop_nest_add(&l, src->offset, src->strides);
+  fz_loop_nest_add(&l, 0, out_strides);
+  fz_loop_nest_optimize(&l, 0);
+  fz_scalar x[FZ_INTERP_CHUNK];
+  fz_chunk_cursor c;
+  fz_chunk_cursor_start(&c, &l);
+  while (fz_chunk_cursor_next(&c)) {
     fz_iload(src, c.off[0], c.step[0], c.len, acc_dtype, x);
     for (int64_t i = 0; i < c.len; i++) {
       fz_scalar *a = &acc[c.off[1] + i * c.step[1]];
@@ -355,16 +355,16 @@ static fz_status eval_reshape(fz_interp *in, const fz_op *op,
     return st;
   int64_t flat[FZ_MAX_RANK]; /* the source's row-major element index */
   fz_interp_dense_strides(src->rank, src->sizes, NULL, flat);
-  fz_iloops l;
-  fz_iloops_init(&l, src->rank, src->sizes);
-  fz_iloops_add(&l, src->offset, src->strides);
-  fz_iloops_add(&l, 0, flat);
-  fz_iloops_optimize(&l, 0);
-  fz_scalar x[FZ_IROW];
-  fz_icursor c;
-  fz_icursor_start(&c, &l);
+  fz_loop_nest l;
+  fz_loop_nest_init(&l, src->rank, src->sizes);
+  fz_loop_nest_add(&l, src->offset, src->strides);
+  fz_loop_nest_add(&l, 0, flat);
+  fz_loop_nest_optimize(&l, 0);
+  fz_scalar x[FZ_INTERP_CHUNK];
+  fz_chunk_cursor c;
+  fz_chunk_cursor_start(&c, &l);
   fz_dtype exact = fz_iexact_dtype(src->dtype);
-  while (fz_icursor_next(&c)) {
+  while (fz_chunk_cursor_next(&c)) {
     fz_iload(src, c.off[0], c.step[0], c.len, exact, x);
     fz_istore(&copy, c.off[1], c.step[1], c.len, x, exact);
   }

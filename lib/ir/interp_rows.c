@@ -6,7 +6,7 @@
  * millions of elements, column-major inputs), so elements move a row chunk
  * at a time: the loop nest is reordered to walk one tensor in memory order
  * and its contiguous axes merged, and each dtype switch happens once per
- * chunk of up to FZ_IROW elements instead of once per element. What a
+ * chunk of up to FZ_INTERP_CHUNK elements instead of once per element. What a
  * conversion means is still decided per element by interp_scalar.c.
  */
 #include "interp.h"
@@ -16,14 +16,14 @@
 
 /* ---- loop nests ---------------------------------------------------------- */
 
-void fz_iloops_init(fz_iloops *l, int rank, const int64_t *sizes) {
+void fz_loop_nest_init(fz_loop_nest *l, int rank, const int64_t *sizes) {
   memset(l, 0, sizeof *l);
   l->rank = rank;
   if (rank > 0)
     memcpy(l->sizes, sizes, sizeof sizes[0] * (size_t)rank);
 }
 
-int fz_iloops_add(fz_iloops *l, int64_t base, const int64_t *strides) {
+int fz_loop_nest_add(fz_loop_nest *l, int64_t base, const int64_t *strides) {
   FZ_CHECK(l->n < FZ_IMAX_TENSORS);
   l->base[l->n] = base;
   if (l->rank > 0)
@@ -45,7 +45,7 @@ void fz_imemory_order(int rank, const int64_t *strides, int *order) {
   }
 }
 
-void fz_iloops_optimize(fz_iloops *l, int guide) {
+void fz_loop_nest_optimize(fz_loop_nest *l, int guide) {
   int order[FZ_MAX_RANK];
   if (guide >= 0) {
     fz_imemory_order(l->rank, l->strides[guide], order);
@@ -53,7 +53,7 @@ void fz_iloops_optimize(fz_iloops *l, int guide) {
     for (int i = 0; i < l->rank; i++)
       order[i] = i;
   }
-  fz_iloops o = *l;
+  fz_loop_nest o = *l;
   o.rank = 0;
   for (int i = 0; i < l->rank; i++) {
     int a = order[i];
@@ -83,7 +83,7 @@ void fz_iloops_optimize(fz_iloops *l, int guide) {
   *l = o;
 }
 
-void fz_icursor_start(fz_icursor *c, const fz_iloops *l) {
+void fz_chunk_cursor_start(fz_chunk_cursor *c, const fz_loop_nest *l) {
   memset(c, 0, sizeof *c);
   c->l = l;
   FZ_CHECK(l->rank >= 1);
@@ -98,8 +98,8 @@ void fz_icursor_start(fz_icursor *c, const fz_iloops *l) {
   }
 }
 
-bool fz_icursor_next(fz_icursor *c) {
-  const fz_iloops *l = c->l;
+bool fz_chunk_cursor_next(fz_chunk_cursor *c) {
+  const fz_loop_nest *l = c->l;
   int inner = l->rank - 1;
   int64_t width = l->sizes[inner];
   if (c->rows_left == 0)
@@ -118,7 +118,7 @@ bool fz_icursor_next(fz_icursor *c) {
       c->idx[d] = 0;
     }
   }
-  c->len = width - c->col < FZ_IROW ? width - c->col : FZ_IROW;
+  c->len = width - c->col < FZ_INTERP_CHUNK ? width - c->col : FZ_INTERP_CHUNK;
   for (int k = 0; k < l->n; k++)
     c->off[k] = c->row[k] + c->col * c->step[k];
   c->col += c->len;

@@ -223,6 +223,23 @@ int *fz_print_value_numbers(const fz_fusion *f) {
   return number;
 }
 
+void fz_print_value_label(fz_buf *b, const fz_value *v, const int *numbers) {
+  if (v->name)
+    fz_buf_printf(b, "%%%s", v->name);
+  else if (numbers && v->id >= 0 && numbers[v->id] >= 0)
+    fz_buf_printf(b, "%%%d", numbers[v->id]);
+  else
+    fz_buf_printf(b, "%%%d", v->id);
+}
+
+const char *fz_value_label(const fz_value *v, char *buf, size_t size) {
+  if (v->name)
+    snprintf(buf, size, "%%%s", v->name);
+  else
+    snprintf(buf, size, "%%%d", v->id);
+  return buf;
+}
+
 static bool namer_init(namer *nm, const fz_fusion *f) {
   nm->size = f->next_value_id > 0 ? f->next_value_id : 0;
   nm->number = fz_print_value_numbers(f);

@@ -106,18 +106,25 @@ fz_status fz_type_sizes(const fz_type *type, const int64_t *symbol_values,
 fz_status fz_check_sizes(const fz_fusion *f, const int64_t *symbol_values,
                          fz_status status, fz_error *err) {
   int64_t sizes[FZ_MAX_RANK];
-  char what[96];
+  char what[82]; /* "%" and at most 80 characters of a name */
   for (int i = 0; i < f->num_inputs + f->num_ops; i++) {
     const fz_value *v =
         i < f->num_inputs ? f->inputs[i] : f->ops[i - f->num_inputs]->result;
-    if (v->name)
-      snprintf(what, sizeof what, "%%%.80s", v->name);
-    else
-      snprintf(what, sizeof what, "%%%d", v->id);
+    fz_value_label(v, what, sizeof what);
     fz_status st = fz_type_sizes(&v->type, symbol_values, what, status, sizes,
                                  NULL, NULL, err);
     if (st)
       return st;
   }
   return FZ_OK;
+}
+
+void fz_type_dense_strides(const fz_type *t, const int64_t *sizes,
+                           int64_t *strides) {
+  int64_t stride = 1;
+  for (int p = t->rank - 1; p >= 0; p--) {
+    int axis = t->has_layout ? t->alloc_order[p] : p;
+    strides[axis] = stride;
+    stride *= sizes[axis] > 1 ? sizes[axis] : 1;
+  }
 }

@@ -27,14 +27,6 @@ typedef struct verifier {
   int num_ids;
 } verifier;
 
-static const char *value_name(const fz_value *v, char *buf, size_t size) {
-  if (v->name)
-    snprintf(buf, size, "%%%s", v->name);
-  else
-    snprintf(buf, size, "%%%d", v->id);
-  return buf;
-}
-
 static bool valid_name(const char *s) {
   if (!*s)
     return false;
@@ -51,7 +43,7 @@ static bool valid_name(const char *s) {
 /* Type, layout and id of a value about to be defined. */
 static fz_status define(verifier *vf, const fz_value *v, const char *op) {
   char name[80], what[128];
-  value_name(v, name, sizeof name);
+  fz_value_label(v, name, sizeof name);
   snprintf(what, sizeof what, "%s%s%s", name, op ? ": " : "", op ? op : "");
   if (v->id < 0 || v->id >= vf->num_ids)
     return fz_error_set(vf->err, FZ_ERR_INVALID,
@@ -129,7 +121,7 @@ static fz_status verify_op(verifier *vf, int index, const fz_op *op) {
     return fz_error_set(err, FZ_ERR_INVALID, "op %d (%s) has no result",
                         index, info->name);
   char res[80];
-  value_name(r, res, sizeof res);
+  fz_value_label(r, res, sizeof res);
   if (r->kind != FZ_VALUE_RESULT || r->def != op)
     return fz_error_set(err, FZ_ERR_INVALID,
                         "%s: %s: the result is not marked as this op's "
@@ -156,7 +148,7 @@ static fz_status verify_op(verifier *vf, int index, const fz_op *op) {
       return fz_error_set(err, FZ_ERR_INVALID,
                           "%s: %s: operand %d (%s) is not defined before this "
                           "op",
-                          res, info->name, k, value_name(a, an, sizeof an));
+                          res, info->name, k, fz_value_label(a, an, sizeof an));
     }
   }
   fz_status st = define(vf, r, info->name);
@@ -188,7 +180,7 @@ static fz_status verify_inputs(verifier *vf) {
     char name[80];
     if (!v)
       return fz_error_set(vf->err, FZ_ERR_INVALID, "input %d is NULL", i);
-    value_name(v, name, sizeof name);
+    fz_value_label(v, name, sizeof name);
     if (v->kind != FZ_VALUE_INPUT || v->input_index != i)
       return fz_error_set(vf->err, FZ_ERR_INVALID,
                           "%s: input %d is not marked as input %d (kind or "
@@ -215,7 +207,7 @@ static fz_status verify_outputs(verifier *vf) {
     char name[80];
     if (!v)
       return fz_error_set(vf->err, FZ_ERR_INVALID, "output %d is NULL", i);
-    value_name(v, name, sizeof name);
+    fz_value_label(v, name, sizeof name);
     if (v->kind == FZ_VALUE_LITERAL)
       return fz_error_set(vf->err, FZ_ERR_INVALID,
                           "%s: output %d is a literal; outputs must be "

@@ -1,6 +1,8 @@
 /* nvptx.h - the NVPTX stage: an LLVM module (built by lib/lower) in, PTX out.
  *
- * The stage runs in two steps so that fuse-opt can stop between them:
+ * The stage runs in two steps so that the optimised IR can be printed
+ * (fuse-opt --emit=llvm, through lib/codegen) and each step timed
+ * (bench/latency.c):
  *   fz_nvptx_optimize  target triple and data layout, libdevice (only when the
  *                      module calls __nv_*), __nvvm_reflect, LLVM's
  *                      default<On> pipeline, verification before and after;
@@ -10,8 +12,9 @@
  * take ownership of nothing: the context and module stay the caller's. They
  * are thread-safe for modules in distinct LLVM contexts.
  *
- * Only lib/nvptx, lib/lower and lib/codegen include this header (it pulls in
- * LLVM's C API).
+ * It pulls in LLVM's C API, so only lib/nvptx, lib/codegen (which chains
+ * lowering and this stage), bench/latency.c and the LLVM unit tests
+ * include it; lib/lower builds modules without knowing this stage.
  */
 #ifndef FZ_NVPTX_NVPTX_H
 #define FZ_NVPTX_NVPTX_H

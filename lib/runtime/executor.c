@@ -22,17 +22,11 @@
  */
 #include "runtime/executor.h"
 
+#include "sched/pass.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *value_label(const fz_value *v, char *buf, size_t n) {
-  if (v->name)
-    snprintf(buf, n, "%%%s", v->name);
-  else
-    snprintf(buf, n, "%%%d", v->id);
-  return buf;
-}
 
 fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
                              fz_executor **out, fz_error *err) {
@@ -86,7 +80,7 @@ const char *fz_executor_last_ptx(const fz_executor *ex) {
   if (!ex || !ex->last)
     return NULL;
   const signature_entry *e = ex->last;
-  return e->ptx_text ? e->ptx_text : e->steps[0].kernel->ptx;
+  return e->ptx_text ? e->ptx_text : e->launches[0].kernel->ptx;
 }
 
 fz_status fz_device_memory_alloc(fz_device *device, size_t bytes,
@@ -124,7 +118,7 @@ static unsigned alignment_of(uint64_t ptr) {
 static fz_status check_tensor(const fz_device_tensor *t, const fz_value *v,
                               const char *what, fz_error *err) {
   char label[64];
-  value_label(v, label, sizeof label);
+  fz_value_label(v, label, sizeof label);
   if (t->dtype != v->type.dtype)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "%s %s: dtype %s, but the fusion declares %s", what,
@@ -205,13 +199,9 @@ static void layout_for(const fz_value *v, const int64_t *sizes,
                        fz_device_tensor *out) {
   const fz_type *t = &v->type;
   *out = (fz_device_tensor){.dtype = t->dtype, .rank = t->rank};
-  int64_t stride = 1;
-  for (int p = t->rank - 1; p >= 0; p--) {
-    int axis = t->has_layout ? t->alloc_order[p] : p;
-    out->sizes[axis] = sizes[axis];
-    out->strides[axis] = stride;
-    stride *= sizes[axis] > 1 ? sizes[axis] : 1;
-  }
+  for (int k = 0; k < t->rank; k++)
+    out->sizes[k] = sizes[k];
+  fz_type_dense_strides(t, sizes, out->strides);
 }
 
 fz_status fz_executor_output_layout(fz_executor *ex,
@@ -271,10 +261,10 @@ static uint64_t buffer(const signature_entry *e, fz_buffer_ref ref,
   FZ_DIE("bad buffer kind %d", (int)ref.kind);
 }
 
-/* One step on `stream`: its pointers from the parent's inputs and
+/* One segment launch on `stream`: its pointers from the parent's inputs and
  * outputs or the signature's intermediates, then the precomputed
  * scalars, then the workspace. */
-static fz_status launch(const signature_entry *e, const step *s,
+static fz_status launch(const signature_entry *e, const segment_launch *s,
                         const fz_device_tensor *in,
                         const fz_device_tensor *out, void *stream,
                         fz_error *err) {
@@ -355,12 +345,12 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
       if (out[i].sizes[k] != sizes[k])
         st = fz_error_set(err, FZ_ERR_ARGUMENT,
                           "output %s: size %d is %lld, expected %lld",
-                          value_label(f->outputs[i], label, sizeof label), k,
+                          fz_value_label(f->outputs[i], label, sizeof label), k,
                           (long long)out[i].sizes[k], (long long)sizes[k]);
     if (st == FZ_OK && !non_overlapping(&out[i]))
       st = fz_error_set(err, FZ_ERR_ARGUMENT,
                         "output %s: strides make elements overlap",
-                        value_label(f->outputs[i], label, sizeof label));
+                        fz_value_label(f->outputs[i], label, sizeof label));
   }
   if (st != FZ_OK) {
     fz_bindings_free(&b);
@@ -379,7 +369,7 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
       continue;
     int64_t bytes = 0;
     st = fz_size_of(out[i].rank, out[i].sizes, out[i].dtype,
-                    value_label(f->outputs[i], label, sizeof label),
+                    fz_value_label(f->outputs[i], label, sizeof label),
                     FZ_ERR_ARGUMENT, NULL, &bytes, err);
     CUdeviceptr p = 0;
     if (st == FZ_OK)
@@ -405,9 +395,9 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
   }
   fz_bindings_free(&b);
 
-  for (int k = 0; st == FZ_OK && k < e->num_steps; k++)
-    if (!e->steps[k].skip)
-      st = launch(e, &e->steps[k], inputs, out, stream, err);
+  for (int k = 0; st == FZ_OK && k < e->num_launches; k++)
+    if (!e->launches[k].skip)
+      st = launch(e, &e->launches[k], inputs, out, stream, err);
   if (st != FZ_OK) {
     for (int i = 0; i < num_allocated; i++)
       fz_device_free(ex->device, out[allocated[i]].data, NULL);

@@ -11,8 +11,8 @@
 #include "runtime/cuda.h"
 #include "sched/segment.h"
 
-/* A compiled kernel, shared by every step (of any signature) whose plan
- * has the same structural key. */
+/* A compiled kernel, shared by every segment launch (of any signature)
+ * whose plan has the same structural key. */
 typedef struct kernel_entry {
   const char *key;
   fz_module *module;
@@ -20,7 +20,7 @@ typedef struct kernel_entry {
 } kernel_entry;
 
 /* One segment of a signature's segmentation, ready to launch. */
-typedef struct step {
+typedef struct segment_launch {
   const fz_segment *segment; /* where its tensors live (fz_buffer_ref) */
   fz_plan *plan;
   kernel_entry *kernel;
@@ -39,7 +39,7 @@ typedef struct step {
    * empty (then plan and kernel are NULL: it is not even scheduled), or
    * the launch grid is (a zero-block launch is an error in CUDA). */
   bool skip;
-} step;
+} segment_launch;
 
 /* Everything one input signature needs, built once on its first call.
  * Workspaces and intermediates belong to the signature: calls of one
@@ -47,17 +47,17 @@ typedef struct step {
 typedef struct signature_entry {
   int64_t *sig;
   int sig_len;
-  fz_arena *arena; /* plans, parameters, steps */
+  fz_arena *arena; /* plans, parameters, launches */
   fz_segmentation *segmentation;
-  int num_steps;
-  step *steps;
+  int num_launches;
+  segment_launch *launches;
   /* Intermediates: one device allocation, each tensor dense in its
    * layout at a 256-byte aligned offset. */
   CUdeviceptr intermediate_block;
   CUdeviceptr *intermediates; /* segmentation->num_intermediates */
-  char *plan_text;            /* every step's plan, concatenated (malloc'd) */
+  char *plan_text;            /* every launch's plan, concatenated (malloc'd) */
   char *ptx_text; /* their PTX concatenated (malloc'd), or NULL when the
-                     one step's kernel's PTX is used as it is */
+                     one launch's kernel's PTX is used as it is */
 } signature_entry;
 
 struct fz_executor {

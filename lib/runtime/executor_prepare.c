@@ -56,8 +56,8 @@ static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 void fz_executor_signature_free(fz_executor *ex, signature_entry *e) {
   if (!e)
     return;
-  for (int k = 0; k < e->num_steps; k++)
-    fz_device_free(ex->device, e->steps[k].workspace, NULL);
+  for (int k = 0; k < e->num_launches; k++)
+    fz_device_free(ex->device, e->launches[k].workspace, NULL);
   fz_device_free(ex->device, e->intermediate_block, NULL);
   free(e->plan_text);
   free(e->ptx_text);
@@ -145,13 +145,13 @@ static bool step_outputs_empty(const fz_segment *seg, const fz_problem *pb) {
   return true;
 }
 
-/* Plan, kernel, workspace and parameters of step k. */
-static fz_status prepare_step(fz_executor *ex, signature_entry *e, int k,
+/* Plan, kernel, workspace and parameters of launch k. */
+static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
                               const fz_problem *parent,
                               const fz_tensor_desc *intermediate_descs,
                               const fz_dump_unit *dump, fz_error *err) {
   const fz_segment *seg = &e->segmentation->segments[k];
-  step *s = &e->steps[k];
+  segment_launch *s = &e->launches[k];
   s->segment = seg;
   fz_problem pb;
   fz_segment_problem(e->segmentation, k, parent, intermediate_descs, e->arena,
@@ -224,19 +224,19 @@ static fz_status prepare_step(fz_executor *ex, signature_entry *e, int k,
   return FZ_OK;
 }
 
-/* plan_text: the plan of every step that has one; ptx_text: their PTX,
- * except for a single scheduled step, whose kernel's PTX is used as it is
+/* plan_text: the plan of every launch that has one; ptx_text: their PTX,
+ * except for a single scheduled launch, whose kernel's PTX is used as it is
  * (so a fusion scheduled whole shows exactly its one plan and PTX). */
 static fz_status texts(signature_entry *e, fz_error *err) {
   fz_buf plans = {0}, ptx = {0};
-  for (int k = 0; k < e->num_steps; k++)
-    if (e->steps[k].plan)
-      fz_plan_print(e->steps[k].plan, &plans);
+  for (int k = 0; k < e->num_launches; k++)
+    if (e->launches[k].plan)
+      fz_plan_print(e->launches[k].plan, &plans);
   e->plan_text = fz_buf_take(&plans);
-  if (!(e->num_steps == 1 && e->steps[0].kernel)) {
-    for (int k = 0; k < e->num_steps; k++)
-      if (e->steps[k].kernel)
-        fz_buf_puts(&ptx, e->steps[k].kernel->ptx);
+  if (!(e->num_launches == 1 && e->launches[0].kernel)) {
+    for (int k = 0; k < e->num_launches; k++)
+      if (e->launches[k].kernel)
+        fz_buf_puts(&ptx, e->launches[k].kernel->ptx);
     e->ptx_text = fz_buf_take(&ptx);
     if (!e->ptx_text)
       return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
@@ -284,7 +284,7 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
 
   /* Every output empty: nothing to compute, so nothing is segmented or
    * scheduled (heuristics need not cope with empty spaces); the entry has
-   * no steps. */
+   * no launches. */
   fz_tensor_desc *intermediate_descs = NULL;
   fz_status st = FZ_OK;
   /* FZ_DUMP: this signature's kernels are filed under one unit. */
@@ -300,10 +300,11 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
   }
   if (st == FZ_OK && e->segmentation) {
     int n = e->segmentation->num_segments;
-    e->steps = fz_arena_alloc(arena, sizeof *e->steps * (size_t)(n + 1));
+    e->launches =
+        fz_arena_alloc(arena, sizeof *e->launches * (size_t)(n + 1));
     for (int k = 0; k < n && st == FZ_OK; k++) {
-      st = prepare_step(ex, e, k, &problem, intermediate_descs, &dump, err);
-      e->num_steps = k + 1; /* its workspace, if any, is freed with e */
+      st = prepare_launch(ex, e, k, &problem, intermediate_descs, &dump, err);
+      e->num_launches = k + 1; /* its workspace, if any, is freed with e */
     }
   }
   if (st == FZ_OK)

@@ -40,7 +40,7 @@
  *     in.
  *   full, iota: row-major (nothing to follow).
  */
-#include "fz/ir.h"
+#include "sched/pass.h"
 #include "sched/axis_map.h"
 
 #include <string.h>

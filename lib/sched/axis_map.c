@@ -560,15 +560,6 @@ bool fz_axis_map_is_reduction_broadcast(const fz_axis_map *m, const fz_value *v,
 
 /* ---- printing ------------------------------------------------------------ */
 
-static void print_value(fz_buf *b, const int *number, const fz_value *v) {
-  if (v->name)
-    fz_buf_printf(b, "%%%s", v->name);
-  else if (v->id >= 0 && number[v->id] >= 0)
-    fz_buf_printf(b, "%%%d", number[v->id]);
-  else
-    fz_buf_printf(b, "%%<value %d>", v->id);
-}
-
 /* Prints " (<label> class a, class b)" for the distinct classes, other
  * than c, at the far end of edges of `kind` touching c; `incoming` picks
  * the direction. seen has num_classes entries, all false on entry and on
@@ -617,7 +608,7 @@ void fz_axis_map_print(const fz_axis_map *m, fz_buf *b) {
     for (int i = start[c]; i < start[c + 1]; i++) {
       int node = members[i];
       fz_buf_puts(b, " ");
-      print_value(b, number, m->values[node / FZ_MAX_RANK]);
+      fz_print_value_label(b, m->values[node / FZ_MAX_RANK], number);
       fz_buf_printf(b, "[%d]", node % FZ_MAX_RANK);
     }
     bool first = true;
@@ -631,7 +622,7 @@ void fz_axis_map_print(const fz_axis_map *m, fz_buf *b) {
       if (dup)
         continue;
       fz_buf_puts(b, first ? " (reduced by " : ", ");
-      print_value(b, number, k->op->result);
+      fz_print_value_label(b, k->op->result, number);
       first = false;
     }
     if (!first)

@@ -30,7 +30,7 @@
  * Literal arithmetic is evaluated by running the one op through fz_interpret
  * rather than by a second copy of every op's semantics here.
  */
-#include "fz/ir.h"
+#include "sched/pass.h"
 
 #include <string.h>
 

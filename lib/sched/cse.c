@@ -12,7 +12,7 @@
  * hundred ops, and a hash would need a canonical key for every attribute;
  * the plain scan is easier to trust.
  */
-#include "fz/ir.h"
+#include "sched/pass.h"
 
 #include <string.h>
 

@@ -5,14 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *fz_value_label(const fz_value *v, char *buf, size_t n) {
-  if (v->name)
-    snprintf(buf, n, "%%%s", v->name);
-  else
-    snprintf(buf, n, "%%%d", v->id);
-  return buf;
-}
-
 static void vdecline(fz_dag *d, fz_loc loc, const char *fmt, va_list ap) {
   if (d->why) {
     vsnprintf(d->why->text, sizeof d->why->text, fmt, ap);

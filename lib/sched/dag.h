@@ -1,5 +1,6 @@
 /* dag.h - building a plan's node DAG and its canonical iteration space;
- * shared by the pointwise and reduction schedulers.
+ * shared by the pointwise, transpose, reduction and persistent
+ * schedulers.
  *
  * Every value reachable from the outputs gets an affine map from the
  * reference's coordinates (index_map.h), found once per value (any one:
@@ -101,7 +102,6 @@ bool fz_dag_decline_at(fz_dag *d, const fz_value *about, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-const char *fz_value_label(const fz_value *v, char *buf, size_t n);
 /* True when the n (size, stride) pairs tile a dense block exactly once. */
 bool fz_dense_cover(const int64_t *sizes, const int64_t *strides, int n);
 int64_t fz_desc_numel(const fz_tensor_desc *d);

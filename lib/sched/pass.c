@@ -8,7 +8,7 @@
  * IR is a bug in the pass, and catching it at the pass boundary (as QBE and
  * MLIR do between passes) names the culprit instead of a later stage.
  */
-#include "fz/ir.h"
+#include "sched/pass.h"
 
 #include <stdio.h>
 #include <string.h>

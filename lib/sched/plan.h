@@ -219,17 +219,19 @@ enum { FZ_PLAN_MAX_PHASES = 64 };
  * Order: one pointer per access (same order as plan->accesses), then the
  * group count (i64), then extents[0..rank) (i64), then for each access
  * strides[0..rank) and its offset (i64); then, for reduction plans with
- * split > 1, the workspace pointer and the counters pointer. For reduction
- * plans the group count is the number of kept (I) points, for transpose
- * plans the number of tiles. */
+ * split > 1 and for the cooperative persistent plans whose column
+ * reductions meet across the grid (fz_plan_has_grid_columns), the
+ * workspace pointer and the counters pointer. For reduction and
+ * persistent plans the group count is the number of kept (I) points, for
+ * transpose plans the number of tiles. */
 int fz_plan_num_params(const fz_plan *plan);
-/* Fill the i64 scalars (everything after the pointers) in order. */
 /* Launch dimensions (gridDim, blockDim) for this plan; a cooperative plan's
  * grid_x may then be lowered by the launcher to what fits on the device.
  * Dynamic shared memory: fz_plan_shared_bytes. */
 void fz_plan_launch_shape(const fz_plan *plan, unsigned grid[3],
                           unsigned block[3]);
 size_t fz_plan_shared_bytes(const fz_plan *plan);
+/* Fill the i64 scalars (everything after the pointers) in order. */
 void fz_plan_scalar_params(const fz_plan *plan, int64_t *out);
 /* Elements per group and number of groups in the whole space. */
 int64_t fz_plan_num_groups(const fz_plan *plan);
@@ -239,7 +241,9 @@ int64_t fz_plan_num_groups(const fz_plan *plan);
  * and f32; f64; i64 for integers and bool), the number of tiles (blocks'
  * worth of kept points), and the workspace a split plan needs (partials
  * of every REDUCE node for every kept point and split, then one 32-bit
- * counter per tile, zeroed once). */
+ * counter per tile, zeroed once). A plan with grid columns takes a
+ * workspace too: a row of column partials per block (an OUTER persistent
+ * plan adds a row of results), and the grid barrier's 8-byte counter. */
 int64_t fz_plan_kept_points(const fz_plan *plan);
 int64_t fz_plan_reduced_points(const fz_plan *plan);
 fz_dtype fz_reduce_acc_dtype(fz_dtype result);
@@ -305,7 +309,8 @@ bool fz_transpose_can_schedule(const fz_problem *problem, fz_reason *why);
 fz_status fz_transpose_schedule(const fz_problem *problem, fz_arena *arena,
                                 fz_plan **out, fz_error *err);
 
-/* schedule.c: pick the scheduler for a whole fusion (one segment for now). */
+/* schedule.c: pick the scheduler for a fusion taken whole (a whole fusion
+ * or one segment of it: segment.c splits what no scheduler takes). */
 fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_error *err);
 /* Each scheduler's verdict on the whole fusion, one line each (--explain). */

@@ -34,6 +34,7 @@
  */
 #include "sched/segment.h"
 
+#include "sched/pass.h"
 #include "sched/segment_extract.h"
 
 #include <stdio.h>
@@ -97,13 +98,9 @@ void fz_intermediate_desc(const fz_intermediate *im, const int64_t *symbols,
                           fz_tensor_desc *out) {
   const fz_type *t = &im->type;
   *out = (fz_tensor_desc){.dtype = t->dtype, .rank = t->rank, .align = 16};
-  int64_t stride = 1;
-  for (int p = t->rank - 1; p >= 0; p--) {
-    int axis = t->has_layout ? t->alloc_order[p] : p;
-    out->sizes[axis] = fz_axis_size(&t->axes[axis], symbols);
-    out->strides[axis] = stride;
-    stride *= out->sizes[axis] > 1 ? out->sizes[axis] : 1;
-  }
+  for (int k = 0; k < t->rank; k++)
+    out->sizes[k] = fz_axis_size(&t->axes[k], symbols);
+  fz_type_dense_strides(t, out->sizes, out->strides);
 }
 
 static const fz_tensor_desc *resolve(fz_buffer_ref ref, const fz_problem *pb,
@@ -156,7 +153,7 @@ static void order_of_strides(const fz_tensor_desc *d, fz_type *t) {
 /* ---- labels and notes --------------------------------------------------- */
 
 static void put_label(fz_buf *b, const fz_value *v) {
-  fz_segment_put_label(b, v, NULL);
+  fz_print_value_label(b, v, NULL);
 }
 
 static void put_group(ctx *c, fz_buf *b, const unsigned char *set) {

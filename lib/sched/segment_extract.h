@@ -33,9 +33,4 @@ typedef struct fz_extract {
 fz_status fz_extract_fusion(const fz_extract *x, fz_fusion **out,
                             fz_value **map, fz_error *err);
 
-/* segment_print.c: a value's label as the segment printout writes it:
- * its name, else its number in `numbers` (fz_print_value_numbers, may be
- * NULL), else its id. */
-void fz_segment_put_label(fz_buf *b, const fz_value *v, const int *numbers);
-
 #endif

@@ -12,17 +12,6 @@
 
 enum { MAX_LISTED = 16 }; /* ops listed per segment */
 
-/* W's values are all named (name_like_printer); only a parent scheduled
- * whole is printed with `numbers` from fz_print_value_numbers. */
-void fz_segment_put_label(fz_buf *b, const fz_value *v, const int *numbers) {
-  if (v->name)
-    fz_buf_printf(b, "%%%s", v->name);
-  else if (numbers && numbers[v->id] >= 0)
-    fz_buf_printf(b, "%%%d", numbers[v->id]);
-  else
-    fz_buf_printf(b, "%%%d", v->id);
-}
-
 static void put_ref(fz_buf *b, fz_buffer_ref r) {
   if (r.kind == FZ_BUFFER_OUTPUT)
     fz_buf_printf(b, " (output %d)", r.index);
@@ -37,6 +26,8 @@ void fz_segmentation_print_kernels(const fz_segmentation *s,
   for (int k = 0; k < s->num_segments; k++) {
     const fz_segment *seg = &s->segments[k];
     const fz_fusion *f = seg->fusion;
+    /* A segment copied out has every value named (name_like_printer);
+     * only a parent scheduled whole needs the printer's numbers. */
     int *numbers = seg->owned ? NULL : fz_print_value_numbers(f);
     fz_buf_printf(b, "  segment %d: %d ops, scheduler %s", k, f->num_ops,
                   seg->scheduler ? seg->scheduler : "?");
@@ -45,20 +36,20 @@ void fz_segmentation_print_kernels(const fz_segmentation *s,
     fz_buf_puts(b, "\n    ops");
     for (int i = 0; i < f->num_ops && i < MAX_LISTED; i++) {
       fz_buf_puts(b, " ");
-      fz_segment_put_label(b, f->ops[i]->result, numbers);
+      fz_print_value_label(b, f->ops[i]->result, numbers);
     }
     if (f->num_ops > MAX_LISTED)
       fz_buf_printf(b, " ... (+%d)", f->num_ops - MAX_LISTED);
     fz_buf_puts(b, "\n    in");
     for (int i = 0; i < f->num_inputs; i++) {
       fz_buf_puts(b, i ? ", " : " ");
-      fz_segment_put_label(b, f->inputs[i], numbers);
+      fz_print_value_label(b, f->inputs[i], numbers);
       put_ref(b, seg->inputs[i]);
     }
     fz_buf_puts(b, "\n    out");
     for (int i = 0; i < f->num_outputs; i++) {
       fz_buf_puts(b, i ? ", " : " ");
-      fz_segment_put_label(b, f->outputs[i], numbers);
+      fz_print_value_label(b, f->outputs[i], numbers);
       put_ref(b, seg->outputs[i]);
     }
     fz_buf_puts(b, "\n");

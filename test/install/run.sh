@@ -6,7 +6,8 @@
 #  1. the prefix holds the headers, both libraries, the tools, fz.pc and
 #     the CMake package files;
 #  2. libfz.so needs only libc, libm, libstdc++ and libgcc_s (LLVM, zstd
-#     and zlib are inside), and exports only fz_* symbols;
+#     and zlib are inside), and exports only fz_* symbols (none of the
+#     test support in fz_testing);
 #  3. the consumer project (CONSUMER_SRC) configures with find_package(fz)
 #     and links fz::fz (shared) and fz::fz_static; both run;
 #  4. the same main.c builds with `cc $(pkg-config --cflags --libs fz)`
@@ -54,6 +55,9 @@ others=$(grep -v '^fz_' <<<"$symbols" || true)
 for sym in fz_executor_run fz_fusion_add_tensor fz_build_pointwise fz_version; do
   grep -qx "$sym" <<<"$symbols" || fail "libfz.so does not export $sym"
 done
+# Test support (lib/testing, fz_testing) is not part of the library.
+testing=$(grep -E '^fz_(random_|splitmix)' <<<"$symbols" || true)
+[ -z "$testing" ] || fail "libfz.so exports test support: $testing"
 
 step "find_package(fz): fz::fz and fz::fz_static"
 "$cmake" -S "$src" -B "$work/consumer" -DCMAKE_C_COMPILER="$cc" \

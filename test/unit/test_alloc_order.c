@@ -8,6 +8,8 @@
 
 #include "test_util.h"
 
+#include "sched/pass.h"
+
 /* ---- helpers ------------------------------------------------------------- */
 
 static fz_value *val(const fz_fusion *f, const char *name) {

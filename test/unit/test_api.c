@@ -536,6 +536,52 @@ START_TEST(fill_values_follow_pytorch_ranges) {
 }
 END_TEST
 
+/* ---- labels ---- */
+
+static char *printed_label(const fz_value *v, const int *numbers) {
+  fz_buf b = {0};
+  fz_print_value_label(&b, v, numbers);
+  return fz_buf_take(&b);
+}
+
+START_TEST(labels_name_values_as_the_printer_does) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  const int64_t e[2] = {4, 8};
+  fz_value *x =
+      ok(fz_fusion_add_tensor(f, "x", FZ_F32, 2, e, NULL, NULL, NULL, &err),
+         &err);
+  fz_value *y =
+      ok(fz_fusion_add_tensor(f, NULL, FZ_F32, 2, e, NULL, NULL, NULL, &err),
+         &err);
+  fz_value *n = ok(fz_unary(f, FZ_OP_NEG, y, &err), &err);
+  char buf[16];
+  ck_assert_str_eq(fz_value_label(x, buf, sizeof buf), "%x");
+  snprintf(buf, sizeof buf, "%%%d", n->id);
+  char want[16];
+  ck_assert_str_eq(fz_value_label(n, want, sizeof want), buf);
+  ck_assert_str_eq(fz_value_label(x, buf, 2), "%"); /* truncated, ended */
+  /* Numbered: the names fz_print gives, found in its text. */
+  int *numbers = fz_print_value_numbers(f);
+  ck_assert_ptr_nonnull(numbers);
+  ck_assert_int_eq(fz_add_output(f, n, &err), FZ_OK);
+  char *text = fz_print(f);
+  const fz_value *values[3] = {x, y, n};
+  for (int i = 0; i < 3; i++) {
+    char *label = printed_label(values[i], numbers);
+    ck_assert_msg(strstr(text, label), "%s not in\n%s", label, text);
+    free(label);
+  }
+  char *label = printed_label(n, NULL); /* no numbers: the id */
+  snprintf(buf, sizeof buf, "%%%d", n->id);
+  ck_assert_str_eq(label, buf);
+  free(label);
+  free(text);
+  free(numbers);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -556,6 +602,7 @@ static Suite *make(void) {
   tcase_add_test(tc, null_fusion_is_an_argument_error);
   tcase_add_test(tc, input_extents_must_fit_int64);
   tcase_add_test(tc, fill_values_follow_pytorch_ranges);
+  tcase_add_test(tc, labels_name_values_as_the_printer_does);
   suite_add_tcase(s, tc);
   return s;
 }

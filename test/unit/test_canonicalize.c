@@ -8,6 +8,9 @@
  */
 #include "test_util.h"
 
+#include "sched/pass.h"
+#include "testing/splitmix.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,17 +18,10 @@
 
 /* ---- random inputs and a run of the interpreter --------------------- */
 
-static uint64_t next_random(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Non-zero finite values for every dtype (bool: either). */
 static void random_element(uint64_t *state, fz_dtype dtype, void *out) {
   for (;;) {
-    uint64_t r = next_random(state);
+    uint64_t r = fz_splitmix64(state);
     double u = (double)(r >> 11) * 0x1p-52 - 1; /* [-1, 1) */
     int64_t k = (int64_t)(r % 16) - 8;
     k = k >= 0 ? k + 1 : k; /* [-8, 8] without 0 */
@@ -646,7 +642,7 @@ END_TEST
 /* ---- random chains of shape ops ------------------------------------- */
 
 static int pick(uint64_t *state, int n) {
-  return (int)(next_random(state) % (uint64_t)n);
+  return (int)(fz_splitmix64(state) % (uint64_t)n);
 }
 
 /* A random declared layout on v, sometimes. */

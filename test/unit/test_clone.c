@@ -12,6 +12,9 @@
  */
 #include "test_util.h"
 
+#include "testing/random.h"
+#include "testing/splitmix.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,17 +60,10 @@ static void tensors_free(tensors *ts) {
   ts->count = 0;
 }
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Never zero: floats in [1/8, 1) with a random sign, integers in 1..7 with
  * a random sign, bool either. */
 static void random_element(uint64_t *s, fz_dtype d, void *out) {
-  uint64_t r = splitmix(s);
+  uint64_t r = fz_splitmix64(s);
   double sign = (r & 1) ? -1 : 1;
   double u = fz_round_to_dtype(
       sign * (0.125 + (double)(r >> 11) * 0x1p-53 * 0.875), d);

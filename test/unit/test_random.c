@@ -22,6 +22,8 @@
 #include "test_util.h"
 
 #include "sched/plan.h"
+#include "testing/random.h"
+#include "testing/splitmix.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -109,18 +111,11 @@ static void tensors_free(tensors *ts) {
   ts->count = 0;
 }
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Floats in [-1, 1) rounded to the dtype, integers in [-8, 8); never 0
  * (bool is either). */
 static void random_element(uint64_t *s, fz_dtype d, void *out) {
   for (;;) {
-    uint64_t r = splitmix(s);
+    uint64_t r = fz_splitmix64(s);
     double u = fz_round_to_dtype((double)(r >> 11) * 0x1p-52 - 1, d);
     int64_t k = (int64_t)(r % 16) - 8;
     if (d == FZ_BOOL) {
@@ -269,12 +264,7 @@ static void schedule(const fz_fusion *f, const tensors *in, bool count,
     *d = (fz_tensor_desc){.dtype = t->dtype, .rank = t->rank, .align = 16};
     if (fz_output_sizes(f, i, &b, d->sizes, &err) != FZ_OK)
       fail_seed("%s: output sizes: %s", what, err.message);
-    int64_t stride = 1;
-    for (int p = t->rank - 1; p >= 0; p--) {
-      int axis = t->has_layout ? t->alloc_order[p] : p;
-      d->strides[axis] = stride;
-      stride *= d->sizes[axis] > 1 ? d->sizes[axis] : 1;
-    }
+    fz_type_dense_strides(t, d->sizes, d->strides);
   }
   fz_problem problem = {.fusion = f, .inputs = din, .outputs = dout,
                         .symbols = b.values,

@@ -23,6 +23,8 @@
 #include "test_util.h"
 
 #include "sched/segment.h"
+#include "testing/random.h"
+#include "testing/splitmix.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,20 +79,13 @@ static buffer make_buffer(const fz_tensor_desc *d, unsigned char poison) {
   return b;
 }
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Floats in [-1, 1), integers in [-8, 8), never 0 (bool either). */
 static void fill_random(buffer *b, uint64_t seed) {
   size_t size = fz_dtype_size(b->t.dtype);
   for (size_t k = 0; k < b->bytes / size; k++) {
     char *out = (char *)b->t.data + k * size;
     for (;;) {
-      uint64_t r = splitmix(&seed);
+      uint64_t r = fz_splitmix64(&seed);
       double u = fz_round_to_dtype((double)(r >> 11) * 0x1p-52 - 1, b->t.dtype);
       int64_t i = (int64_t)(r % 16) - 8;
       if (b->t.dtype != FZ_BOOL && (fz_dtype_is_float(b->t.dtype) ? u == 0 : i == 0))

@@ -149,6 +149,30 @@ START_TEST(interpreter_refuses_strides_past_int64) {
 }
 END_TEST
 
+START_TEST(dense_strides_follow_the_allocation_order) {
+  /* [N, C, H] allocated (N, H, C): C innermost; size-1 axes take no room. */
+  fz_type t = {.dtype = FZ_F32, .rank = 3, .has_layout = true,
+               .alloc_order = {0, 2, 1}};
+  int64_t sizes[3] = {5, 3, 7}, strides[3];
+  fz_type_dense_strides(&t, sizes, strides);
+  ck_assert_int_eq(strides[0], 21);
+  ck_assert_int_eq(strides[1], 1);
+  ck_assert_int_eq(strides[2], 3);
+  sizes[1] = 1;
+  fz_type_dense_strides(&t, sizes, strides);
+  ck_assert_int_eq(strides[0], 7);
+  ck_assert_int_eq(strides[1], 1);
+  ck_assert_int_eq(strides[2], 1);
+  /* Without a layout: logical order, whatever alloc_order holds. */
+  t.has_layout = false;
+  sizes[1] = 3;
+  fz_type_dense_strides(&t, sizes, strides);
+  ck_assert_int_eq(strides[0], 21);
+  ck_assert_int_eq(strides[1], 7);
+  ck_assert_int_eq(strides[2], 1);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("size");
   TCase *tc = tcase_create("size");
@@ -157,6 +181,7 @@ static Suite *make(void) {
   tcase_add_test(tc, spans_of_strided_views);
   tcase_add_test(tc, binding_checks_every_value);
   tcase_add_test(tc, interpreter_refuses_strides_past_int64);
+  tcase_add_test(tc, dense_strides_follow_the_allocation_order);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -22,6 +22,7 @@
 #include "fuse-opt.h"
 
 #include "cli.h"
+#include "sched/pass.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -12,19 +12,14 @@
  */
 #include "fuse-opt.h"
 
+#include "testing/splitmix.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define FO_DEFAULT_EXTENT 8
-
-static uint64_t next_random(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 /* ---- f16 and bf16 bits (the host has no such types) ------------------- */
 
@@ -98,13 +93,13 @@ static double load(const void *data, int64_t index, fz_dtype dtype) {
 
 static double random_element(uint64_t *state, fz_dtype dtype) {
   if (dtype == FZ_BOOL)
-    return (double)(next_random(state) >> 63);
+    return (double)(fz_splitmix64(state) >> 63);
   if (!fz_dtype_is_float(dtype)) {
-    int64_t v = (int64_t)(next_random(state) % 16) - 8; /* [-8, 7] */
+    int64_t v = (int64_t)(fz_splitmix64(state) % 16) - 8; /* [-8, 7] */
     return (double)(v >= 0 ? v + 1 : v);                /* [-8, 8] \ 0 */
   }
   for (;;) {
-    double u = (double)(next_random(state) >> 11) * 0x1p-53; /* [0, 1) */
+    double u = (double)(fz_splitmix64(state) >> 11) * 0x1p-53; /* [0, 1) */
     double v = fz_round_to_dtype(2 * u - 1, dtype);
     if (v != 0 && v < 1)
       return v;

@@ -38,6 +38,7 @@
  * 77 no GPU (the run is skipped, not passed).
  */
 #include "run.h"
+#include "testing/random.h"
 
 #include <errno.h>
 #include <float.h>

@@ -6,6 +6,8 @@
  */
 #include "host_data.h"
 
+#include "testing/splitmix.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -119,26 +121,19 @@ fz_status host_layout(int rank, const int64_t *sizes, fz_dtype dtype,
                       span, err);
 }
 
-uint64_t host_random(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 double host_random_value(fz_dtype dtype, uint64_t *s) {
   if (fz_dtype_is_float(dtype)) {
     for (;;) {
-      double u = (double)(host_random(s) >> 11) * 0x1p-53; /* [0, 1) */
+      double u = (double)(fz_splitmix64(s) >> 11) * 0x1p-53; /* [0, 1) */
       double v = fz_round_to_dtype(2.0 * u - 1.0, dtype);
       if (v != 0.0)
         return v;
     }
   }
   if (dtype == FZ_BOOL)
-    return (double)(host_random(s) & 1);
+    return (double)(fz_splitmix64(s) & 1);
   for (;;) {
-    int64_t v = (int64_t)(host_random(s) % 16) - 8;
+    int64_t v = (int64_t)(fz_splitmix64(s) % 16) - 8;
     if (v != 0)
       return (double)v;
   }

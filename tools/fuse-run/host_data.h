@@ -19,8 +19,6 @@ fz_status host_layout(int rank, const int64_t *sizes, fz_dtype dtype,
                       int64_t pad, const char *what, int64_t *strides,
                       int64_t *span, fz_error *err);
 
-/* splitmix64 */
-uint64_t host_random(uint64_t *state);
 /* A random value for dtype: floats in [-1, 1) never 0; ints in [-8, 8)
  * never 0; bool random. Rounded to the dtype. */
 double host_random_value(fz_dtype dtype, uint64_t *state);

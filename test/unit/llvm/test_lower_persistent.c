@@ -17,6 +17,7 @@
  */
 #include "lower_util.h"
 
+#include "sched/pass.h"
 #include "sched/plan.h"
 
 #include "schedule_util.h"

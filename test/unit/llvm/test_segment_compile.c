@@ -29,7 +29,10 @@
 #include "lower_util.h"
 
 #include "codegen/codegen.h"
+#include "sched/pass.h"
 #include "sched/segment.h"
+#include "testing/random.h"
+#include "testing/splitmix.h"
 
 enum { MAX_T = 16, NUM_RANDOM = 40 };
 
@@ -262,13 +265,6 @@ static int64_t span_of(const fz_tensor_desc *d) {
   return span;
 }
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Host memory for a descriptor, poisoned with `poison`. */
 static fz_host_tensor host_alloc(const fz_tensor_desc *d, int poison) {
   fz_host_tensor t = {.dtype = d->dtype, .rank = d->rank};
@@ -288,7 +284,7 @@ static void fill_random(fz_host_tensor *t, const fz_tensor_desc *d,
   int64_t span = span_of(d);
   size_t size = fz_dtype_size(d->dtype);
   for (int64_t k = 0; k < span; k++) {
-    uint64_t r = splitmix(&seed);
+    uint64_t r = fz_splitmix64(&seed);
     double sign = (r & 1) ? -1 : 1;
     double u = fz_round_to_dtype(
         sign * (0.125 + (double)(r >> 11) * 0x1p-53 * 0.875), d->dtype);

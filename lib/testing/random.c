@@ -45,7 +45,8 @@
  * by 2^-22 of their absolute sum) left every output of 8000 fusions
  * within fuse-run's tolerances.
  */
-#include "fz/ir.h"
+#include "testing/random.h"
+#include "testing/splitmix.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,17 +84,10 @@ typedef struct gen {
   int cap_info;
 } gen;
 
-/* ---- random numbers (splitmix64: every seed is a good seed) --------- */
-
-static uint64_t next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+/* ---- random numbers -------------------------------------------------- */
 
 static int below(gen *g, int n) {
-  return n <= 1 ? 0 : (int)(next(&g->rng) % (uint64_t)n);
+  return n <= 1 ? 0 : (int)(fz_splitmix64(&g->rng) % (uint64_t)n);
 }
 
 static bool chance(gen *g, int percent) { return below(g, 100) < percent; }
@@ -1462,7 +1456,7 @@ void fz_random_bindings(const fz_fusion *f, uint64_t seed,
         bits++;
       v = (int64_t)1 << below(&g, bits + 1);
     } else {
-      v = 1 + (int64_t)(next(&g.rng) % (uint64_t)max);
+      v = 1 + (int64_t)(fz_splitmix64(&g.rng) % (uint64_t)max);
     }
     values[s] = v;
   }

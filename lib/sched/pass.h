@@ -1,0 +1,53 @@
+/* pass.h - lib/sched's IR-to-IR passes and the table that names them
+ * (fz_run_pass in fz.h, fuse-opt --pass), grouped by the file that
+ * defines them. */
+#ifndef FZ_SCHED_PASS_H
+#define FZ_SCHED_PASS_H
+
+#include "fz/ir.h"
+
+/* ---- pass.c: the pass table --------------------------------------------- */
+
+/* A pass edits a fusion in place; it returns non-FZ_OK only for input it
+ * cannot handle, never leaving the fusion half-rewritten and invalid. */
+typedef fz_status (*fz_pass_fn)(fz_fusion *fusion, fz_error *err);
+typedef struct fz_pass_info {
+  const char *name;        /* as given to fz_run_pass and --pass */
+  fz_pass_fn run;
+  const char *description; /* one line, for --help */
+} fz_pass_info;
+/* The table, in registration order; fz_pass_at returns NULL out of range. */
+int fz_pass_count(void);
+const fz_pass_info *fz_pass_at(int index);
+/* The pass with this name, or NULL. */
+const fz_pass_info *fz_pass_find(const char *name);
+
+/* ---- canonicalize.c ----------------------------------------------------- */
+
+/* Folds squeeze(broadcast(x)), broadcast(squeeze(x)), set chains,
+ * permute(permute(x)) and arithmetic on literals, merges common
+ * subexpressions and drops dead ops, to a fixpoint. Values are preserved
+ * exactly, and so is every declared layout of a fusion output. */
+fz_status fz_pass_canonicalize(fz_fusion *fusion, fz_error *err);
+
+/* ---- cse.c -------------------------------------------------------------- */
+
+/* One sweep of common-subexpression elimination: a later op equal to an
+ * earlier one (opcode, operands, attributes, type including layout) has its
+ * uses moved to the earlier result. Returns whether anything changed; the
+ * merged ops are left dead for fz_remove_dead_ops. */
+bool fz_cse(fz_fusion *fusion);
+/* The "cse" pass: fz_cse to a fixpoint, then dead ops removed. */
+fz_status fz_pass_cse(fz_fusion *fusion, fz_error *err);
+
+/* ---- alloc_order.c ------------------------------------------------------ */
+
+/* The "alloc-order" pass: every op result of rank > 0 without a declared
+ * layout takes the allocation order of the operand it is computed from
+ * (carried through permute, broadcast, squeeze, reductions and reshapes
+ * that keep it derivable; rules in alloc_order.c), fully contiguous, with
+ * has_layout set. Declared layouts are never changed. Outputs included:
+ * the executor allocates them in the order chosen. */
+fz_status fz_pass_alloc_order(fz_fusion *fusion, fz_error *err);
+
+#endif
