@@ -3,7 +3,7 @@
 # package is named instead of failing deep inside a CMake try-compile.
 #   scripts/check-deps.sh CALLER [all|build]
 # `all` (the default) checks every package of scripts/deps.txt; `build`
-# leaves out those only the fuzzers need. Prints one line per missing piece,
+# leaves out those only the tests and the fuzzers need. Prints one line per missing piece,
 # "CALLER: WHAT is missing: apt-get install PACKAGE, or run
 # scripts/install-deps.sh", and exits 1 if anything is missing.
 # For testing, FZ_CLANG_RESOURCE_DIR replaces `clang-19 -print-resource-dir`
@@ -60,6 +60,7 @@ check_package() { # PACKAGE
       [ -n "$bindir" ] && [ -f "$bindir/../build/utils/lit/lit.py" ] ||
         say_missing "LLVM 19's lit (lit.py)" llvm-19-tools ;;
     check) have_static_lib libcheck.a || say_missing "check's static library (libcheck.a)" check ;;
+    pkgconf) have_command pkg-config || say_missing "pkg-config" pkgconf ;;
     libsubunit-dev)
       have_static_lib libsubunit.a || say_missing "subunit's static library (libsubunit.a)" libsubunit-dev ;;
     zlib1g-dev) have_static_lib libz.a || say_missing "zlib's static library (libz.a)" zlib1g-dev ;;
@@ -79,7 +80,7 @@ if [ ! -r "$list" ]; then
 fi
 while read -r package needed_by _; do
   case $package in '' | '#'*) continue ;; esac
-  [ "$scope" = build ] && [ "$needed_by" = fuzz ] && continue
+  [ "$scope" = build ] && [ "$needed_by" != all ] && continue
   check_package "$package"
 done < "$list"
 exit $missing

@@ -2,7 +2,8 @@
 # Installs what fz needs on Debian 12, only when something is missing:
 # the packages of scripts/deps.txt (LLVM 19's static libraries, FileCheck
 # and lit; clang 19 and its sanitizer and libFuzzer runtimes for the
-# fuzzers; check and subunit for the unit tests; cmake; zlib and zstd,
+# fuzzers; check and subunit for the unit tests; pkg-config for the
+# install test; cmake; zlib and zstd,
 # static, linked into libfz), the same list scripts/check-deps.sh checks.
 set -euo pipefail
 packages=()
