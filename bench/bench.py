@@ -57,7 +57,7 @@ def workloads():
         return build
 
     def norm(kind, m, n, dtype=torch.float32):
-        """Normalizations of issue 5, written as PyTorch runs them."""
+        """The normalization workloads, written as PyTorch runs them."""
         def build():
             x = rand(m, n, dtype=dtype)
             size = x.element_size()

@@ -1,5 +1,5 @@
 """GPU tests of the Python front end on the seeds' workloads and the
-normalization set, against PyTorch (issue 7).
+normalization set, against PyTorch.
 
   - seed 000: layer-norm backward, defined op for op as
     examples/layer_norm_backward_seed000.fz computes it, at the seed's size
