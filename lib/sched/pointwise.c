@@ -206,7 +206,7 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     for (int i = 0; i < f->num_outputs && ok; i++) {
       const fz_value *o = f->outputs[i];
       int64_t s[FZ_MAX_RANK] = {0};
-      fz_index_map_strides(&d->maps[o->id], pb->outputs[i].strides, s);
+      fz_index_map_strides(d->maps[o->id], pb->outputs[i].strides, s);
       if (fz_desc_numel(&pb->outputs[i]) != numel_of(csizes[c], crank[c]) ||
           !fz_dense_cover(csizes[c], s, crank[c]))
         ok = fz_dag_decline(d, "output %s is not one-to-one with the reference",
@@ -217,7 +217,7 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     /* every value the outputs need must be readable from this space */
     for (int i = 0; i < f->num_outputs && ok; i++) {
       const fz_value *o = f->outputs[i];
-      int src = fz_dag_node(d, o, &d->maps[o->id], false);
+      int src = fz_dag_node(d, o, d->maps[o->id], false);
       if (src < 0)
         ok = false;
       else
@@ -244,7 +244,7 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
 
 bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why) {
   fz_arena *arena = fz_arena_create();
-  fz_dag d;
+  fz_dag d = {0};
   fz_plan *plan = NULL;
   bool ok = build(&d, problem, arena, why, &plan);
   fz_arena_destroy(arena);
@@ -254,7 +254,7 @@ bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why) {
 fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
                                 fz_plan **out, fz_error *err) {
   fz_reason why = {{0}};
-  fz_dag d;
+  fz_dag d = {0};
   if (!build(&d, problem, arena, &why, out))
     return fz_error_set(err, FZ_ERR_UNSUPPORTED,
                         "pointwise scheduler declined: %s", why.text);
