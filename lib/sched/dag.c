@@ -351,12 +351,15 @@ static bool build_over_candidates(fz_dag *d, const fz_problem *pb,
       snprintf(why->text, sizeof why->text, "fusion has no reduction");
     return false;
   }
+  if (!fz_problem_params_fit(pb, why))
+    return false;
   const fz_value *cands[32];
   int n = fz_dag_reference_candidates(pb, first, cands, 32);
   fz_reason first_why = {{0}};
   for (int i = 0; i < n; i++) {
     fz_reason w = {{0}};
-    if (build(d, pb, arena, &w, first, cands[i], out))
+    if (build(d, pb, arena, &w, first, cands[i], out) &&
+        fz_plan_params_fit(*out, &w))
       return true;
     if (i == 0)
       first_why = w;

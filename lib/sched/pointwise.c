@@ -150,6 +150,8 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
       snprintf(why->text, sizeof why->text, "fusion has no outputs");
     return false;
   }
+  if (!fz_problem_params_fit(pb, why))
+    return false;
   for (int i = 0; i < f->num_ops; i++)
     if (fz_op_table[f->ops[i]->code].kind == FZ_KIND_REDUCTION) {
       if (why)
@@ -238,6 +240,8 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   p->kernel_name = fz_arena_strdup(arena, "fz_pointwise");
   fz_dag_finish(d, &c, p);
   choose_launch(pb, p);
+  if (!fz_plan_params_fit(p, why))
+    return false;
   *out = p;
   return true;
 }
