@@ -324,12 +324,41 @@ fz_value *fz_add_input(fz_fusion *fusion, const char *name,
  * FZ_ERR_ARGUMENT for NULL or a value of another fusion, FZ_ERR_INVALID
  * for a literal. */
 fz_status fz_add_output(fz_fusion *fusion, fz_value *value, fz_error *err);
-/* Replace every use of `from` (operands and outputs) by `to`. */
+/* Replace every use of `from` (operands and outputs) by `to`. Scans every
+ * op: a pass that replaces per op uses fz_uses (uses.c) instead. */
 void fz_replace_uses(fz_fusion *fusion, fz_value *from, fz_value *to);
-/* Number of uses as an operand or output. */
+/* Number of uses as an operand or output. Scans every op, as above. */
 int fz_count_uses(const fz_fusion *fusion, const fz_value *value);
-/* Remove ops whose results are unused (repeat until none). Returns count. */
+/* Remove ops whose results are unused (repeat until none). Returns count.
+ * Linear in the fusion's size. */
 int fz_remove_dead_ops(fz_fusion *fusion);
+
+/* ---- uses.c: an index of who reads each value ------------------------- */
+
+/* One use of a value: operand `slot` of `op`, or (op NULL) fusion output
+ * `slot`. Iterate a value's uses with fz_uses_first and `next`. */
+typedef struct fz_use {
+  fz_op *op;
+  int slot;
+  fz_value *value;
+  struct fz_use *prev, *next;
+} fz_use;
+typedef struct fz_uses fz_uses;
+
+/* Index of every operand and output use of f, for passes that count or
+ * replace uses per op (each query O(1), each replacement O(uses moved)).
+ * Valid while edits of operands and outputs go through it and no op is
+ * added, removed or reordered. Allocation failure is fatal, as for an
+ * arena. */
+fz_uses *fz_uses_build(fz_fusion *fusion);
+void fz_uses_destroy(fz_uses *uses);
+int fz_uses_count(const fz_uses *uses, const fz_value *value);
+bool fz_uses_is_output(const fz_uses *uses, const fz_value *value);
+const fz_use *fz_uses_first(const fz_uses *uses, const fz_value *value);
+/* fz_replace_uses through the index. */
+void fz_uses_replace(fz_uses *uses, fz_value *from, fz_value *to);
+/* Operand k of fusion->ops[op_index] becomes v. */
+void fz_uses_set_operand(fz_uses *uses, int op_index, int k, fz_value *v);
 
 /* ---- builder.c: the C builder, with shape and dtype inference --------- */
 /*

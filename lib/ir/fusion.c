@@ -1,11 +1,13 @@
 /* fusion.c - creating fusions, symbols, inputs and outputs, and the few
  * graph edits every pass needs (replace uses, count uses, drop dead ops).
  *
- * Use lists are not stored: fusions are small (tens to hundreds of ops), so
- * a scan is cheaper than keeping lists consistent across every edit.
+ * Use lists are not stored: one scan is cheaper than keeping lists
+ * consistent across every edit. Passes that count or replace uses per op
+ * build the index of uses.c for the duration of a sweep instead.
  */
 #include "fz/ir.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 fz_fusion *fz_fusion_create(const char *name) {
@@ -135,31 +137,34 @@ int fz_count_uses(const fz_fusion *f, const fz_value *value) {
   return uses;
 }
 
+/* An id outside the fusion (a value of another fusion in unverified IR)
+ * names no op of this one. */
+static bool in_fusion(const fz_fusion *f, const fz_value *v) {
+  return v->id >= 0 && v->id < f->next_value_id;
+}
+
 int fz_remove_dead_ops(fz_fusion *f) {
-  int removed = 0;
   /* One backward sweep suffices: ops are in SSA order, so an op's users all
    * come after it and have already been decided when we reach it. */
-  bool *live = fz_arena_alloc(f->arena, sizeof(bool) * (size_t)(f->num_ops + 1));
+  bool *needed = calloc((size_t)f->next_value_id + 1, sizeof *needed);
+  if (!needed)
+    FZ_DIE("out of memory removing dead ops");
+  for (int o = 0; o < f->num_outputs; o++)
+    if (in_fusion(f, f->outputs[o]))
+      needed[f->outputs[o]->id] = true;
+  int kept = f->num_ops;
   for (int i = f->num_ops - 1; i >= 0; i--) {
     fz_op *op = f->ops[i];
-    bool used = false;
-    for (int o = 0; o < f->num_outputs && !used; o++)
-      used = f->outputs[o] == op->result;
-    for (int j = i + 1; j < f->num_ops && !used; j++) {
-      if (!live[j])
-        continue;
-      for (int k = 0; k < f->ops[j]->num_operands; k++)
-        used |= f->ops[j]->operands[k] == op->result;
-    }
-    live[i] = used;
+    if (!in_fusion(f, op->result) || !needed[op->result->id])
+      continue;
+    for (int k = 0; k < op->num_operands; k++)
+      if (in_fusion(f, op->operands[k]))
+        needed[op->operands[k]->id] = true;
+    f->ops[--kept] = op; /* live ops gather at the end, in order */
   }
-  int kept = 0;
-  for (int i = 0; i < f->num_ops; i++) {
-    if (live[i])
-      f->ops[kept++] = f->ops[i];
-    else
-      removed++;
-  }
-  f->num_ops = kept;
+  free(needed);
+  int removed = kept;
+  memmove(f->ops, f->ops + kept, sizeof *f->ops * (size_t)(f->num_ops - kept));
+  f->num_ops -= removed;
   return removed;
 }

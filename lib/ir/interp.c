@@ -146,9 +146,8 @@ static void write_output(const fz_iview *v, const fz_host_tensor *t) {
 
 static void write_outputs_of(fz_interp *in, const fz_value *v,
                              const fz_host_tensor *outputs) {
-  for (int i = 0; i < in->f->num_outputs; i++)
-    if (in->f->outputs[i] == v)
-      write_output(&in->views[v->id], &outputs[i]);
+  for (int i = in->first_output[v->id]; i >= 0; i = in->next_output[i])
+    write_output(&in->views[v->id], &outputs[i]);
 }
 
 /* Which ops to run (their results reach an output) and, per value, the
@@ -160,9 +159,14 @@ static fz_status plan(fz_interp *in, bool *run) {
   if (!needed)
     return fz_error_set(in->err, FZ_ERR_OUT_OF_MEMORY, "interpreter plan");
   for (int i = 0; i < nv; i++)
-    in->last_use[i] = -1;
-  for (int i = 0; i < f->num_outputs; i++)
-    needed[f->outputs[i]->id] = true;
+    in->last_use[i] = in->first_output[i] = -1;
+  /* Outputs listed in order for each value: linked from the last. */
+  for (int i = f->num_outputs - 1; i >= 0; i--) {
+    int id = f->outputs[i]->id;
+    needed[id] = true;
+    in->next_output[i] = in->first_output[id];
+    in->first_output[id] = i;
+  }
   fz_status st = FZ_OK;
   for (int i = f->num_ops - 1; i >= 0 && !st; i--) {
     const fz_op *op = f->ops[i];
@@ -245,7 +249,9 @@ fz_status fz_interpret(const fz_fusion *f, const fz_host_tensor *inputs,
   fz_interp in = {.f = f, .b = &b, .err = err};
   in.views = calloc(nv, sizeof *in.views);
   in.last_use = calloc(nv, sizeof *in.last_use);
-  if (!in.views || !in.last_use)
+  in.first_output = calloc(nv, sizeof *in.first_output);
+  in.next_output = calloc((size_t)f->num_outputs + 1, sizeof *in.next_output);
+  if (!in.views || !in.last_use || !in.first_output || !in.next_output)
     st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "interpreter state");
   else
     st = run(&in, inputs, outputs);
@@ -253,6 +259,8 @@ fz_status fz_interpret(const fz_fusion *f, const fz_host_tensor *inputs,
     release(&in.views[i]);
   free(in.views);
   free(in.last_use);
+  free(in.first_output);
+  free(in.next_output);
   fz_bindings_free(&b);
   return st;
 }

@@ -130,6 +130,11 @@ typedef struct fz_interp {
   const fz_bindings *b;
   fz_iview *views; /* by value id */
   int *last_use;   /* by value id: index of the last op that reads it */
+  /* The outputs each value is written to, without a scan of all outputs
+   * per op: first_output by value id (-1: none), next_output by output
+   * index (-1: the last for its value). */
+  int *first_output;
+  int *next_output;
   fz_error *err;
 } fz_interp;
 

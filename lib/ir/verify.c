@@ -40,9 +40,19 @@ static bool valid_name(const char *s) {
   return true;
 }
 
-/* Type, layout and id of a value about to be defined. */
+/* Type, layout and id of a value about to be defined. Names are only
+ * formatted for an error: verifying a large fusion formats nothing. */
 static fz_status define(verifier *vf, const fz_value *v, const char *op) {
   char name[80], what[128];
+  bool valid = v->id >= 0 && v->id < vf->num_ids && !vf->defined[v->id] &&
+               v->owner == vf->f &&
+               (!v->name || valid_name(v->name)) &&
+               fz_check_type(vf->f, &v->type, "", NULL) == FZ_OK &&
+               fz_check_layout(&v->type, "", NULL) == FZ_OK;
+  if (valid) {
+    vf->defined[v->id] = v;
+    return FZ_OK;
+  }
   fz_value_label(v, name, sizeof name);
   snprintf(what, sizeof what, "%s%s%s", name, op ? ": " : "", op ? op : "");
   if (v->id < 0 || v->id >= vf->num_ids)
@@ -77,19 +87,20 @@ static bool is_defined(const verifier *vf, const fz_value *v) {
 }
 
 static fz_status check_literal(verifier *vf, const fz_value *lit,
-                               const char *res, const char *op, int k) {
+                               const fz_value *r, const char *op, int k) {
+  fz_dtype d = lit->type.dtype;
+  char res[80];
   /* Ids do not tell literals apart (they are in no table): the owner
    * does. Another fusion's literal would dangle once it is destroyed. */
   if (lit->owner != vf->f)
     return fz_error_set(vf->err, FZ_ERR_INVALID,
                         "%s: %s: operand %d is a literal of another fusion",
-                        res, op, k);
-  fz_dtype d = lit->type.dtype;
+                        fz_value_label(r, res, sizeof res), op, k);
   if (lit->type.rank != 0 || (d != FZ_F64 && d != FZ_I64 && d != FZ_BOOL))
     return fz_error_set(vf->err, FZ_ERR_INVALID,
                         "%s: %s: operand %d is a literal that is not a rank-0 "
                         "f64, i64 or bool",
-                        res, op, k);
+                        fz_value_label(r, res, sizeof res), op, k);
   return FZ_OK;
 }
 
@@ -120,35 +131,36 @@ static fz_status verify_op(verifier *vf, int index, const fz_op *op) {
   if (!r)
     return fz_error_set(err, FZ_ERR_INVALID, "op %d (%s) has no result",
                         index, info->name);
-  char res[80];
-  fz_value_label(r, res, sizeof res);
+  char res[80]; /* r's name, formatted only for an error */
   if (r->kind != FZ_VALUE_RESULT || r->def != op)
     return fz_error_set(err, FZ_ERR_INVALID,
                         "%s: %s: the result is not marked as this op's "
                         "result (kind or def is wrong)",
-                        res, info->name);
+                        fz_value_label(r, res, sizeof res), info->name);
   if (op->num_operands != info->arity)
     return fz_error_set(err, FZ_ERR_INVALID,
-                        "%s: %s: has %d operands but takes %d", res,
+                        "%s: %s: has %d operands but takes %d",
+                        fz_value_label(r, res, sizeof res),
                         info->name, op->num_operands, info->arity);
   if (op->num_dims < 0 || op->num_dims > FZ_MAX_RANK)
-    return fz_error_set(err, FZ_ERR_INVALID, "%s: %s: has %d dims", res,
+    return fz_error_set(err, FZ_ERR_INVALID, "%s: %s: has %d dims",
+                        fz_value_label(r, res, sizeof res),
                         info->name, op->num_dims);
   for (int k = 0; k < op->num_operands; k++) {
     const fz_value *a = op->operands[k];
     if (!a)
       return fz_error_set(err, FZ_ERR_INVALID, "%s: %s: operand %d is NULL",
-                          res, info->name, k);
+                          fz_value_label(r, res, sizeof res), info->name, k);
     fz_status st;
     if (a->kind == FZ_VALUE_LITERAL) {
-      if ((st = check_literal(vf, a, res, info->name, k)))
+      if ((st = check_literal(vf, a, r, info->name, k)))
         return st;
     } else if (!is_defined(vf, a)) {
       char an[80];
       return fz_error_set(err, FZ_ERR_INVALID,
                           "%s: %s: operand %d (%s) is not defined before this "
                           "op",
-                          res, info->name, k, fz_value_label(a, an, sizeof an));
+                          fz_value_label(r, res, sizeof res), info->name, k, fz_value_label(a, an, sizeof an));
     }
   }
   fz_status st = define(vf, r, info->name);
@@ -161,13 +173,13 @@ static fz_status verify_op(verifier *vf, int index, const fz_op *op) {
   fz_error why = {0};
   if (fz_infer_type(vf->f, op->code, op->num_operands, op->operands, &attrs,
                     &inferred, &why))
-    return fz_error_set(err, FZ_ERR_INVALID, "%s: %s", res, why.message);
+    return fz_error_set(err, FZ_ERR_INVALID, "%s: %s", fz_value_label(r, res, sizeof res), why.message);
   if (!fz_type_same_shape(&inferred, &r->type)) {
     char have[256], want[256];
     return fz_error_set(err, FZ_ERR_INVALID,
                         "%s: %s: result type %s does not match the inferred "
                         "type %s",
-                        res, info->name,
+                        fz_value_label(r, res, sizeof res), info->name,
                         fz_format_type(vf->f, &r->type, have, sizeof have),
                         fz_format_type(vf->f, &inferred, want, sizeof want));
   }
@@ -180,17 +192,16 @@ static fz_status verify_inputs(verifier *vf) {
     char name[80];
     if (!v)
       return fz_error_set(vf->err, FZ_ERR_INVALID, "input %d is NULL", i);
-    fz_value_label(v, name, sizeof name);
     if (v->kind != FZ_VALUE_INPUT || v->input_index != i)
       return fz_error_set(vf->err, FZ_ERR_INVALID,
                           "%s: input %d is not marked as input %d (kind or "
                           "input_index is wrong)",
-                          name, i, i);
+                          fz_value_label(v, name, sizeof name), i, i);
     if (!v->type.has_layout)
       return fz_error_set(vf->err, FZ_ERR_INVALID,
                           "%s: input %d has no layout (inputs always have "
                           "one; row-major when not declared)",
-                          name, i);
+                          fz_value_label(v, name, sizeof name), i);
     fz_status st = define(vf, v, NULL);
     if (st)
       return st;
@@ -207,16 +218,15 @@ static fz_status verify_outputs(verifier *vf) {
     char name[80];
     if (!v)
       return fz_error_set(vf->err, FZ_ERR_INVALID, "output %d is NULL", i);
-    fz_value_label(v, name, sizeof name);
     if (v->kind == FZ_VALUE_LITERAL)
       return fz_error_set(vf->err, FZ_ERR_INVALID,
                           "%s: output %d is a literal; outputs must be "
                           "inputs or op results",
-                          name, i);
+                          fz_value_label(v, name, sizeof name), i);
     if (!is_defined(vf, v))
       return fz_error_set(vf->err, FZ_ERR_INVALID,
-                          "%s: output %d is not defined in this fusion", name,
-                          i);
+                          "%s: output %d is not defined in this fusion",
+                          fz_value_label(v, name, sizeof name), i);
   }
   return FZ_OK;
 }

@@ -38,6 +38,7 @@
  *   compute.c     one plan node (op, literal, iota) -> LLVM values
  *   memory.c      register and memory forms of each dtype, conversions
  *                 between dtypes, vector / splat / per-lane accesses
+ *   walk.c        evaluating a node after its operands, on demand
  *   control.c     structured control flow: the counted loop, if without
  *                 else
  *   intrinsics.c  special registers, barriers, shuffles, llvm.*
@@ -107,6 +108,26 @@ void fz_set_name(LLVMValueRef v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* ---- walk.c --------------------------------------------------------------- */
+
+/* What a node needs when it is asked for: nothing (DONE: already
+ * evaluated), to be evaluated without evaluating operands first (LEAF),
+ * its operands first (OPERANDS), or the walk stops (FAIL, the error
+ * recorded). */
+typedef enum fz_walk_step {
+  FZ_WALK_DONE,
+  FZ_WALK_LEAF,
+  FZ_WALK_OPERANDS,
+  FZ_WALK_FAIL,
+} fz_walk_step;
+
+/* Evaluates plan node `root`: enter(ctx, i) says what node i needs; once
+ * its operands (when asked for) are evaluated, in order, leave(ctx, i)
+ * evaluates it (false stops the walk). The order is the recursion's
+ * (walk.c), on an explicit stack. False when the walk stopped. */
+bool fz_walk_nodes(fz_emit *e, int root, fz_walk_step (*enter)(void *, int),
+                   bool (*leave)(void *, int), void *ctx);
 
 /* ---- kernel.c ------------------------------------------------------------ */
 

@@ -274,24 +274,29 @@ static LLVMValueRef *offs(pers *s, int k) {
   return s->roff + (size_t)(s->G + k) * (size_t)s->p->num_accesses;
 }
 
-/* A CONST or ROW node, one lane, in the row table. */
-static bool eval_row(pers *s, int i) {
+/* A CONST or ROW node, one lane, in the row table (walk.c evaluates the
+ * operands it reads first). */
+static fz_walk_step row_enter(void *ctx, int i) {
+  pers *s = ctx;
   fz_kernel *k = s->k;
-  const fz_plan *p = s->p;
-  const fz_plan_node *n = &p->nodes[i];
+  const fz_plan_node *n = &s->p->nodes[i];
   if (*row_done(s, i))
-    return true;
+    return FZ_WALK_DONE;
   if (s->space[i] != PS_CONST && s->space[i] != PS_ROW)
     return fz_emit_fail_at(&k->e, i, FZ_ERR_INTERNAL,
                            "n%d is not constant along the row", i),
-           false;
+           FZ_WALK_FAIL;
   if (n->kind == FZ_NODE_REDUCE)
     return fz_emit_fail_at(&k->e, i, FZ_ERR_INTERNAL,
                            "row reduce n%d used before its round", i),
-           false;
-  for (int j = 0; j < n->num_operands; j++)
-    if (!eval_row(s, n->operands[j]))
-      return false;
+           FZ_WALK_FAIL;
+  return FZ_WALK_OPERANDS;
+}
+
+static bool row_leave(void *ctx, int i) {
+  pers *s = ctx;
+  fz_kernel *k = s->k;
+  const fz_plan_node *n = &s->p->nodes[i];
   bool ok = n->kind == FZ_NODE_LOAD
                 ? fz_kernel_load_node(k, i, s->rowt, s->base[n->access], 1)
                 : fz_kernel_value_node(k, i, s->rowt, s->row_coord, 1);
@@ -299,27 +304,50 @@ static bool eval_row(pers *s, int i) {
   return ok;
 }
 
+static bool eval_row(pers *s, int i) {
+  return fz_walk_nodes(&s->k->e, i, row_enter, row_leave, s);
+}
+
 /* Node i for group k, all lanes, in the group's table: row values are
  * the same in every lane. */
-static bool eval_full(pers *s, int i, int k) {
-  const fz_plan *p = s->p;
-  const fz_plan_node *n = &p->nodes[i];
-  if (*group_done(s, k, i))
-    return true;
-  LLVMValueRef *t = pers_full(s, k, i);
+typedef struct full_walk {
+  pers *s;
+  int k;
+} full_walk;
+
+static fz_walk_step full_enter(void *ctx, int i) {
+  full_walk *w = ctx;
+  pers *s = w->s;
+  if (*group_done(s, w->k, i))
+    return FZ_WALK_DONE;
   switch ((pers_space)s->space[i]) {
   case PS_CONST:
   case PS_ROW:
+    return FZ_WALK_LEAF; /* from the row table */
+  case PS_COLC:
+  case PS_FULL:
+    return FZ_WALK_OPERANDS;
+  case PS_COLUMN:
+    break;
+  }
+  return fz_emit_fail_at(&s->k->e, i, FZ_ERR_INTERNAL,
+                         "column node n%d read in a row", i),
+         FZ_WALK_FAIL;
+}
+
+static bool full_leave(void *ctx, int i) {
+  full_walk *w = ctx;
+  pers *s = w->s;
+  int k = w->k;
+  const fz_plan *p = s->p;
+  const fz_plan_node *n = &p->nodes[i];
+  LLVMValueRef *t = pers_full(s, k, i);
+  if (s->space[i] == PS_CONST || s->space[i] == PS_ROW) {
     if (!eval_row(s, i))
       return false;
     for (int l = 0; l < s->V; l++)
       t[l] = s->rowt[(size_t)i * (size_t)s->V];
-    break;
-  case PS_COLC:
-  case PS_FULL: {
-    for (int j = 0; j < n->num_operands; j++)
-      if (!eval_full(s, n->operands[j], k))
-        return false;
+  } else {
     LLVMValueRef *table = pers_full(s, k, 0);
     bool ok =
         n->kind != FZ_NODE_LOAD ? fz_kernel_value_node(s->k, i, table,
@@ -329,15 +357,14 @@ static bool eval_full(pers *s, int i, int k) {
             : fz_kernel_load_node(s->k, i, table, offs(s, k)[n->access], s->V);
     if (!ok)
       return false;
-    break;
-  }
-  case PS_COLUMN:
-    return fz_emit_fail_at(&s->k->e, i, FZ_ERR_INTERNAL,
-                           "column node n%d read in a row", i),
-           false;
   }
   *group_done(s, k, i) = true;
   return true;
+}
+
+static bool eval_full(pers *s, int i, int k) {
+  full_walk w = {s, k};
+  return fz_walk_nodes(&s->k->e, i, full_enter, full_leave, &w);
 }
 
 /* ---- setup --------------------------------------------------------------- */

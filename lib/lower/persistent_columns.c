@@ -322,23 +322,43 @@ typedef struct colpass {
 } colpass;
 
 /* A node of the column space (or constant along the kept axes) for the
- * pass's column group, all lanes. */
-static bool eval_col(pers *s, colpass *c, int i) {
+ * pass's column group, all lanes (walk.c evaluates the operands it reads
+ * first). */
+typedef struct col_walk {
+  pers *s;
+  colpass *c;
+} col_walk;
+
+static fz_walk_step col_enter(void *ctx, int i) {
+  col_walk *w = ctx;
+  pers *s = w->s;
+  const fz_plan_node *n = &s->p->nodes[i];
+  if (w->c->done[i])
+    return FZ_WALK_DONE;
+  if (s->space[i] == PS_CONST)
+    return FZ_WALK_LEAF; /* computed once in the entry block */
+  if (s->space[i] == PS_COLC ||
+      (s->space[i] == PS_COLUMN && n->kind != FZ_NODE_REDUCE))
+    return FZ_WALK_OPERANDS;
+  return fz_emit_fail_at(&s->k->e, i, FZ_ERR_UNSUPPORTED,
+                         "column node reads n%d, which varies along the rows",
+                         i),
+         FZ_WALK_FAIL;
+}
+
+static bool col_leave(void *ctx, int i) {
+  col_walk *w = ctx;
+  pers *s = w->s;
+  colpass *c = w->c;
   fz_kernel *k = s->k;
   const fz_plan *p = s->p;
   const fz_plan_node *n = &p->nodes[i];
-  if (c->done[i])
-    return true;
   LLVMValueRef *out = fz_slot_val(p, c->vals, i);
   if (s->space[i] == PS_CONST) {
-    /* computed once in the entry block, which dominates the pass */
+    /* the entry block dominates the pass */
     for (int l = 0; l < s->V; l++)
       out[l] = s->rowt[(size_t)i * (size_t)s->V];
-  } else if (s->space[i] == PS_COLC ||
-             (s->space[i] == PS_COLUMN && n->kind != FZ_NODE_REDUCE)) {
-    for (int j = 0; j < n->num_operands; j++)
-      if (!eval_col(s, c, n->operands[j]))
-        return false;
+  } else {
     bool ok;
     if (n->kind == FZ_NODE_LOAD) {
       LLVMValueRef off = fz_kernel_offset(
@@ -349,15 +369,14 @@ static bool eval_col(pers *s, colpass *c, int i) {
     }
     if (!ok)
       return false;
-  } else {
-    return fz_emit_fail_at(&k->e, i, FZ_ERR_UNSUPPORTED,
-                           "column node reads n%d, which varies along the "
-                           "rows",
-                           i),
-           false;
   }
   c->done[i] = true;
   return true;
+}
+
+static bool eval_col(pers *s, colpass *c, int i) {
+  col_walk w = {s, c};
+  return fz_walk_nodes(&s->k->e, i, col_enter, col_leave, &w);
 }
 
 /* Into the allocas acc[j][l]: the partials of column point `col` of

@@ -269,8 +269,8 @@ static fz_status launch(const signature_entry *e, const segment_launch *s,
                         const fz_device_tensor *out, void *stream,
                         fz_error *err) {
   const fz_plan *plan = s->plan;
-  void *params[512];
-  uint64_t ptrs[256];
+  void *params[FZ_MAX_PARAMS]; /* the plan fits (plan.h) */
+  uint64_t ptrs[FZ_MAX_PARAMS];
   for (int i = 0; i < plan->num_accesses; i++) {
     const fz_plan_access *a = &plan->accesses[i];
     ptrs[i] = buffer(e,

@@ -170,9 +170,8 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
   int extra = fz_plan_num_params(plan) - plan->num_accesses - s->num_scalars;
   FZ_CHECK(extra == 0 || extra == 2);
   s->has_workspace = extra == 2;
-  if (plan->num_accesses > 256 || fz_plan_num_params(plan) > 512)
-    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
-                        "kernel has too many parameters");
+  /* schedulers decline plans whose parameters do not fit (plan.h) */
+  FZ_CHECK(fz_plan_num_params(plan) <= FZ_MAX_PARAMS);
   if ((st = find_or_compile_kernel(ex, plan, e->arena, dump, k, &s->kernel,
                                    err)) != FZ_OK)
     return st;

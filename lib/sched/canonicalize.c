@@ -36,6 +36,16 @@
 
 /* ---- replacing a value ----------------------------------------------- */
 
+/* A sweep edits operands through an index of uses (fz_uses), so that
+ * counting and replacing uses costs what is moved, not a scan of every
+ * op: a sweep is linear in the fusion's size. `at` is the index of the op
+ * being folded. */
+typedef struct sweep {
+  fz_fusion *f;
+  fz_uses *uses;
+  int at;
+} sweep;
+
 static bool declares_layout(const fz_value *v) {
   return v->type.has_layout && v->type.rank > 0;
 }
@@ -50,10 +60,13 @@ static bool same_declared_layout(const fz_type *a, const fz_type *b) {
   return true;
 }
 
-/* Rewrites op into `set x`, keeping its result (and the result's layout). */
-static bool become_set(fz_op *op, fz_value *x) {
+/* Rewrites op (a one-operand op) into `set x`, keeping its result (and
+ * the result's layout). */
+static bool become_set(sweep *s, fz_op *op, fz_value *x) {
   if (op->code == FZ_OP_SET && op->operands[0] == x)
     return false;
+  FZ_CHECK(op->num_operands == 1);
+  fz_uses_set_operand(s->uses, s->at, 0, x);
   fz_op copy = {.code = FZ_OP_SET, .num_operands = 1, .result = op->result,
                 .loc = op->loc};
   copy.operands[0] = x;
@@ -63,15 +76,15 @@ static bool become_set(fz_op *op, fz_value *x) {
 
 /* op's result is the value x (same dtype and logical shape): route its
  * uses to x, or keep a copy where the result's declared layout requires. */
-static bool replace_result(fz_fusion *f, fz_op *op, fz_value *x) {
+static bool replace_result(sweep *s, fz_op *op, fz_value *x) {
   fz_value *r = op->result;
   if (!fz_type_same_shape(&r->type, &x->type))
     return false;
   if (declares_layout(r) && !same_declared_layout(&r->type, &x->type))
-    return become_set(op, x);
-  if (fz_count_uses(f, r) == 0)
+    return become_set(s, op, x);
+  if (fz_uses_count(s->uses, r) == 0)
     return false;
-  fz_replace_uses(f, r, x);
+  fz_uses_replace(s->uses, r, x);
   return true;
 }
 
@@ -86,33 +99,33 @@ static bool same_dims(const fz_op *a, const fz_op *b) {
 
 /* ---- the folds ---------------------------------------------------------- */
 
-static bool fold_set(fz_fusion *f, fz_op *op) {
-  return replace_result(f, op, op->operands[0]);
+static bool fold_set(sweep *s, fz_op *op) {
+  return replace_result(s, op, op->operands[0]);
 }
 
-static bool fold_squeeze(fz_fusion *f, fz_op *op) {
+static bool fold_squeeze(sweep *s, fz_op *op) {
   const fz_op *b = producer(op->operands[0], FZ_OP_BROADCAST);
   if (!b || !same_dims(op, b))
     return false;
-  return replace_result(f, op, b->operands[0]);
+  return replace_result(s, op, b->operands[0]);
 }
 
-static bool fold_broadcast(fz_fusion *f, fz_op *op) {
-  const fz_op *s = producer(op->operands[0], FZ_OP_SQUEEZE);
-  if (!s || !same_dims(op, s))
+static bool fold_broadcast(sweep *s, fz_op *op) {
+  const fz_op *sq = producer(op->operands[0], FZ_OP_SQUEEZE);
+  if (!sq || !same_dims(op, sq))
     return false;
   /* An iteration axis of extent 1 can be squeezed too, but broadcasting
    * it back makes a b1 axis: a different type. */
-  const fz_value *x = s->operands[0];
-  for (int i = 0; i < s->num_dims; i++) {
-    const fz_axis *a = &x->type.axes[s->dims[i]];
+  const fz_value *x = sq->operands[0];
+  for (int i = 0; i < sq->num_dims; i++) {
+    const fz_axis *a = &x->type.axes[sq->dims[i]];
     if (a->kind != FZ_AXIS_BROADCAST || a->expanded)
       return false;
   }
-  return replace_result(f, op, s->operands[0]);
+  return replace_result(s, op, sq->operands[0]);
 }
 
-static bool fold_permute(fz_fusion *f, fz_op *op) {
+static bool fold_permute(sweep *s, fz_op *op) {
   int rank = op->result->type.rank;
   bool changed = false;
   const fz_op *inner = producer(op->operands[0], FZ_OP_PERMUTE);
@@ -123,26 +136,26 @@ static bool fold_permute(fz_fusion *f, fz_op *op) {
     for (int i = 0; i < rank; i++)
       composed[i] = inner->perm[op->perm[i]];
     memcpy(op->perm, composed, sizeof composed[0] * (size_t)rank);
-    op->operands[0] = inner->operands[0];
+    fz_uses_set_operand(s->uses, s->at, 0, inner->operands[0]);
     changed = true;
   }
   for (int i = 0; i < rank; i++)
     if (op->perm[i] != i)
       return changed;
-  return replace_result(f, op, op->operands[0]) || changed;
+  return replace_result(s, op, op->operands[0]) || changed;
 }
 
-static bool fold_reshape(fz_fusion *f, fz_op *op) {
+static bool fold_reshape(sweep *s, fz_op *op) {
   bool changed = false;
   const fz_op *inner = producer(op->operands[0], FZ_OP_RESHAPE);
   if (inner) {
     /* Both reinterpret the logical row-major order: the outer one of the
      * inner one's result is the outer one of its operand. */
-    op->operands[0] = inner->operands[0];
+    fz_uses_set_operand(s->uses, s->at, 0, inner->operands[0]);
     changed = true;
   }
   if (fz_type_same_shape(&op->result->type, &op->operands[0]->type))
-    changed |= replace_result(f, op, op->operands[0]);
+    changed |= replace_result(s, op, op->operands[0]);
   return changed;
 }
 
@@ -215,70 +228,66 @@ static bool evaluate(const fz_op *op, double *fv, int64_t *iv) {
   return true;
 }
 
-/* Every user of r infers the same result type with lit in r's place. */
-static bool users_accept(const fz_fusion *f, const fz_value *r,
-                         fz_value *lit) {
-  for (int i = 0; i < f->num_ops; i++) {
-    const fz_op *user = f->ops[i];
+/* Every user of r infers the same result type with lit in r's place (a
+ * user reading r twice is checked once per use: the same question). */
+static bool users_accept(const sweep *s, const fz_value *r, fz_value *lit) {
+  for (const fz_use *u = fz_uses_first(s->uses, r); u; u = u->next) {
+    const fz_op *user = u->op;
+    if (!user)
+      continue; /* outputs: fold_literals never folds one */
     fz_value *operands[3];
-    bool uses = false;
-    for (int k = 0; k < user->num_operands; k++) {
-      uses |= user->operands[k] == r;
+    for (int k = 0; k < user->num_operands; k++)
       operands[k] = user->operands[k] == r ? lit : user->operands[k];
-    }
-    if (!uses)
-      continue;
     if (!is_pointwise(user))
       return false;
     fz_attrs attrs = {.shape = &user->result->type}; /* cast's dtype */
     fz_type t;
-    if (fz_infer_type(f, user->code, user->num_operands, operands, &attrs, &t,
-                      NULL) != FZ_OK ||
+    if (fz_infer_type(s->f, user->code, user->num_operands, operands, &attrs,
+                      &t, NULL) != FZ_OK ||
         !fz_type_same_shape(&t, &user->result->type))
       return false;
   }
   return true;
 }
 
-static bool fold_literals(fz_fusion *f, fz_op *op) {
+static bool fold_literals(sweep *s, fz_op *op) {
   if (!is_pointwise(op) || op->result->type.rank != 0)
     return false;
   for (int k = 0; k < op->num_operands; k++)
     if (op->operands[k]->kind != FZ_VALUE_LITERAL)
       return false;
   fz_value *r = op->result;
-  for (int i = 0; i < f->num_outputs; i++)
-    if (f->outputs[i] == r)
-      return false; /* a literal cannot be an output */
-  if (fz_count_uses(f, r) == 0)
+  if (fz_uses_is_output(s->uses, r))
+    return false; /* a literal cannot be an output */
+  if (fz_uses_count(s->uses, r) == 0)
     return false;
   double fv = 0;
   int64_t iv = 0;
   if (!evaluate(op, &fv, &iv))
     return false;
-  fz_value *lit = copy_literal(f, r->type.dtype, fv, iv);
-  if (!users_accept(f, r, lit))
+  fz_value *lit = copy_literal(s->f, r->type.dtype, fv, iv);
+  if (!users_accept(s, r, lit))
     return false; /* the literal is left unreferenced in the arena */
-  fz_replace_uses(f, r, lit);
+  fz_uses_replace(s->uses, r, lit);
   return true;
 }
 
 /* ---- the pass ----------------------------------------------------------- */
 
-static bool fold_op(fz_fusion *f, fz_op *op) {
+static bool fold_op(sweep *s, fz_op *op) {
   switch (op->code) {
   case FZ_OP_SET:
-    return fold_set(f, op);
+    return fold_set(s, op);
   case FZ_OP_SQUEEZE:
-    return fold_squeeze(f, op);
+    return fold_squeeze(s, op);
   case FZ_OP_BROADCAST:
-    return fold_broadcast(f, op);
+    return fold_broadcast(s, op);
   case FZ_OP_PERMUTE:
-    return fold_permute(f, op);
+    return fold_permute(s, op);
   case FZ_OP_RESHAPE:
-    return fold_reshape(f, op);
+    return fold_reshape(s, op);
   default:
-    return fold_literals(f, op);
+    return fold_literals(s, op);
   }
 }
 
@@ -291,9 +300,11 @@ fz_status fz_pass_canonicalize(fz_fusion *f, fz_error *err) {
   for (int round = 0;; round++) {
     FZ_CHECK(round <= limit);
     bool changed = false;
-    for (int i = 0; i < f->num_ops; i++)
-      changed |= fold_op(f, f->ops[i]);
-    changed |= fz_cse(f);
+    sweep s = {.f = f, .uses = fz_uses_build(f)};
+    for (s.at = 0; s.at < f->num_ops; s.at++)
+      changed |= fold_op(&s, f->ops[s.at]);
+    changed |= fz_cse_uses(f, s.uses);
+    fz_uses_destroy(s.uses);
     changed |= fz_remove_dead_ops(f) > 0;
     if (!changed)
       return FZ_OK;

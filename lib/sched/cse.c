@@ -8,12 +8,18 @@
  * with their two operands swapped (every op computes in f64 and rounds
  * once, so a+b and b+a are bitwise equal).
  *
- * The sweep is quadratic in the number of ops. Fusions are tens to a few
- * hundred ops, and a hash would need a canonical key for every attribute;
- * the plain scan is easier to trust.
+ * The sweep keeps, per class of equal ops, the earliest op seen so far in
+ * a hash table. The hash covers only what equality compares exactly
+ * (opcode, result dtype and rank, operands: identity, or a literal's dtype
+ * and bits; the two operands of a commutative op unordered), and a bucket
+ * hit is confirmed by the full comparison below, so the table only makes
+ * the earlier plain scan linear: the op found is the first earlier op
+ * equal to the later one, as the scan found it.
  */
 #include "sched/pass.h"
+#include "sched/itable.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static bool scalar_equal(fz_scalar a, fz_scalar b, fz_dtype dtype) {
@@ -92,20 +98,65 @@ static bool ops_equal(const fz_op *a, const fz_op *b) {
          attrs_equal(a, b) && operands_equal(a, b);
 }
 
-bool fz_cse(fz_fusion *f) {
+/* ---- the first op of each class ----------------------------------------- */
+
+static uint64_t operand_hash(const fz_value *v) {
+  if (v->kind == FZ_VALUE_LITERAL) /* equal literals: same dtype and bits */
+    return fz_hash_mix((uint64_t)v->type.dtype, (uint64_t)v->literal.i);
+  return (uint64_t)(uintptr_t)v;
+}
+
+static uint64_t op_hash(const fz_op *op) {
+  uint64_t h = fz_hash_mix((uint64_t)op->code, (uint64_t)op->result->type.dtype);
+  h = fz_hash_mix(h, (uint64_t)op->result->type.rank);
+  h = fz_hash_mix(h, (uint64_t)op->num_operands);
+  if (op->num_operands == 2 &&
+      (fz_op_table[op->code].flags & FZ_F_COMMUTATIVE)) {
+    uint64_t a = operand_hash(op->operands[0]),
+             b = operand_hash(op->operands[1]);
+    return fz_hash_mix(h, a < b ? fz_hash_mix(a, b) : fz_hash_mix(b, a));
+  }
+  for (int k = 0; k < op->num_operands; k++)
+    h = fz_hash_mix(h, operand_hash(op->operands[k]));
+  return h;
+}
+
+typedef struct probe {
+  const fz_fusion *f;
+  const fz_op *later;
+} probe;
+
+static bool same_op(const void *ctx, int index) {
+  const probe *p = ctx;
+  return ops_equal(p->f->ops[index], p->later);
+}
+
+bool fz_cse_uses(fz_fusion *f, fz_uses *uses) {
+  fz_arena *arena = fz_arena_create();
+  fz_itable first; /* per class of equal ops, the earliest */
+  fz_itable_init(&first, arena);
   bool changed = false;
-  for (int j = 1; j < f->num_ops; j++) {
+  for (int j = 0; j < f->num_ops; j++) {
     fz_op *later = f->ops[j];
-    if (fz_count_uses(f, later->result) == 0)
-      continue;
-    for (int i = 0; i < j; i++) {
-      if (ops_equal(f->ops[i], later)) {
-        fz_replace_uses(f, later->result, f->ops[i]->result);
-        changed = true;
-        break;
-      }
+    uint64_t h = op_hash(later);
+    probe p = {f, later};
+    int i = fz_itable_find(&first, h, same_op, &p);
+    /* An unused op is still the first of its class for later ones. */
+    if (i < 0)
+      fz_itable_add(&first, h, j);
+    else if (fz_uses_count(uses, later->result) > 0) {
+      fz_uses_replace(uses, later->result, f->ops[i]->result);
+      changed = true;
     }
   }
+  fz_arena_destroy(arena);
+  return changed;
+}
+
+bool fz_cse(fz_fusion *f) {
+  fz_uses *uses = fz_uses_build(f);
+  bool changed = fz_cse_uses(f, uses);
+  fz_uses_destroy(uses);
   return changed;
 }
 

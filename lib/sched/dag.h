@@ -13,6 +13,7 @@
 #define FZ_SCHED_DAG_H
 
 #include "sched/index_map.h"
+#include "sched/itable.h"
 #include "sched/plan.h"
 
 typedef struct fz_dag {
@@ -21,16 +22,26 @@ typedef struct fz_dag {
   fz_reason *why;
   int ref_rank;
   int64_t ref_sizes[FZ_MAX_RANK];
-  /* one map per value id, when found */
-  fz_index_map *maps;
-  bool *has_map;
+  /* Maps are interned (fz_dag_intern): equal maps are one map in the
+   * arena, so that a large fusion, where most values share a few maps,
+   * stores a pointer per value and node rather than a matrix, and maps
+   * compare by address. */
+  fz_itable map_index;
+  const fz_index_map **map_list;
+  int num_maps, cap_maps;
+  /* one map per value id, NULL until found */
+  const fz_index_map **maps;
   /* the DAG */
   fz_plan_node *nodes;
-  fz_index_map *node_maps;
+  const fz_index_map **node_maps; /* per node, the map it was built at */
   int num_nodes, cap_nodes;
   fz_plan_access *accesses;
   int64_t (*ref_strides)[FZ_MAX_RANK]; /* per access, per reference axis */
   int num_accesses, cap_accesses;
+  /* The earliest node computing a value at a map in a space (REDUCE and
+   * STORE nodes excepted), the REDUCE node of a value, the access of a
+   * tensor at given strides: found without a scan (dag_nodes.c). */
+  fz_itable node_index, reduce_index, access_index;
   /* Persistent plans: reduction results may be used back in the full
    * space; a reduction over exactly `rcols` (reference axes, as a bit set)
    * is a row reduction, one over the other non-trivial axes a column
@@ -57,9 +68,15 @@ typedef struct fz_canon {
   int num_axes[FZ_MAX_RANK];
 } fz_canon;
 
-/* Sets up for a reference of the given logical sizes; allocates in arena. */
+/* Sets up for a reference of the given logical sizes; allocates in arena.
+ * d must be zeroed before its first fz_dag_init; a later one on the same
+ * problem and arena (the next reference candidate) reuses the arrays the
+ * earlier one allocated, so that trying many candidates on a large fusion
+ * takes the memory of one. */
 void fz_dag_init(fz_dag *d, const fz_problem *problem, fz_arena *arena,
                  const int64_t *ref_sizes, int ref_rank, fz_reason *why);
+/* The interned copy of m (dag.h), allocated in the dag's arena. */
+const fz_index_map *fz_dag_intern(fz_dag *d, const fz_index_map *m);
 /* Seeds the identity map at `reference`, then finds maps backward and
  * forward. Returns false (with a reason) if some output has none. */
 bool fz_dag_find_maps(fz_dag *d, const fz_value *reference);

@@ -37,6 +37,9 @@ fz_status fz_pass_canonicalize(fz_fusion *fusion, fz_error *err);
  * uses moved to the earlier result. Returns whether anything changed; the
  * merged ops are left dead for fz_remove_dead_ops. */
 bool fz_cse(fz_fusion *fusion);
+/* The same sweep through an index of f's uses (fz_uses_build), which it
+ * keeps up to date. */
+bool fz_cse_uses(fz_fusion *fusion, fz_uses *uses);
 /* The "cse" pass: fz_cse to a fixpoint, then dead ops removed. */
 fz_status fz_pass_cse(fz_fusion *fusion, fz_error *err);
 

@@ -62,10 +62,10 @@ static void physical_order(const fz_dag *d, const int64_t *sizes,
   int64_t best_strides[FZ_MAX_RANK] = {0};
   for (int i = 0; i < f->num_inputs; i++) {
     const fz_value *in = f->inputs[i];
-    if (!d->has_map[in->id])
+    if (!d->maps[in->id])
       continue;
     int64_t s[FZ_MAX_RANK] = {0};
-    fz_index_map_strides(&d->maps[in->id], d->problem->inputs[i].strides, s);
+    fz_index_map_strides(d->maps[in->id], d->problem->inputs[i].strides, s);
     int axes = 0;
     for (int r = 0; r < d->ref_rank; r++)
       axes += s[r] != 0 && sizes[r] > 1;
@@ -85,7 +85,7 @@ static bool dense_in(const fz_dag *d, const fz_problem *pb, int output,
                      const int64_t *space) {
   const fz_value *o = pb->fusion->outputs[output];
   int64_t s[FZ_MAX_RANK] = {0};
-  fz_index_map_strides(&d->maps[o->id], pb->outputs[output].strides, s);
+  fz_index_map_strides(d->maps[o->id], pb->outputs[output].strides, s);
   int64_t n = 1;
   for (int r = 0; r < d->ref_rank; r++)
     n *= space[r];
@@ -323,14 +323,14 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
       continue;
     const fz_value *in = op->operands[0];
     fz_value_label(op->result, label, sizeof label);
-    if (!d->has_map[in->id])
+    if (!d->maps[in->id])
       return fz_dag_decline_at(d, op->result,
                                "reduction %s reads outside the reference space",
                                label);
     unsigned reduced = 0;
     for (int a = 0; a < in->type.rank; a++)
       if (is_reduced_dim(op, a))
-        reduced |= fz_map_row_columns(&d->maps[in->id], a);
+        reduced |= fz_map_row_columns(d->maps[in->id], a);
     reduced &= nontrivial;
     if (reduced & (1u << inner)) {
       if (rcols && rcols != reduced)
@@ -373,7 +373,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   for (int i = 0; i < f->num_outputs; i++) {
     const fz_value *o = f->outputs[i];
     fz_value_label(o, label, sizeof label);
-    unsigned cols = fz_map_columns(&d->maps[o->id]) & nontrivial;
+    unsigned cols = fz_map_columns(d->maps[o->id]) & nontrivial;
     /* With no kept axis longer than 1 (a single row), what varies along
      * the row is the full space, not a column's. */
     bool has_kept = (nontrivial & ~rcols) != 0;
@@ -387,7 +387,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     if (!dense_in(d, pb, i, extent))
       return fz_dag_decline_at(
           d, o, "output %s is not one-to-one with its space", label);
-    int src = fz_dag_node_in(d, o, &d->maps[o->id], space);
+    int src = fz_dag_node_in(d, o, d->maps[o->id], space);
     if (src < 0)
       return false;
     fz_dag_store_in(d, i, src, space);

@@ -5,6 +5,7 @@
 #include "sched/plan.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,35 @@ int fz_plan_num_params(const fz_plan *p) {
   if (has_workspace(p))
     n += 2;
   return n;
+}
+
+bool fz_plan_params_fit(const fz_plan *p, fz_reason *why) {
+  int n = fz_plan_num_params(p);
+  if (n <= FZ_MAX_PARAMS)
+    return true;
+  if (why)
+    snprintf(why->text, sizeof why->text,
+             "the kernel would take %d bytes of parameters for %d tensor "
+             "accesses (at most %d bytes)",
+             8 * n, p->num_accesses, FZ_MAX_PARAM_BYTES);
+  return false;
+}
+
+bool fz_outputs_params_fit(int num_outputs, fz_reason *why) {
+  /* per output: pointer, one stride, offset; then group count, extent */
+  int64_t n = 3 * (int64_t)num_outputs + 2;
+  if (n <= FZ_MAX_PARAMS)
+    return true;
+  if (why)
+    snprintf(why->text, sizeof why->text,
+             "%d outputs need at least %" PRId64
+             " bytes of kernel parameters (at most %d bytes)",
+             num_outputs, 8 * n, FZ_MAX_PARAM_BYTES);
+  return false;
+}
+
+bool fz_problem_params_fit(const fz_problem *pb, fz_reason *why) {
+  return fz_outputs_params_fit(pb->fusion->num_outputs, why);
 }
 
 void fz_plan_scalar_params(const fz_plan *p, int64_t *out) {

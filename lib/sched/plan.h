@@ -225,6 +225,16 @@ enum { FZ_PLAN_MAX_PHASES = 64 };
  * persistent plans the group count is the number of kept (I) points, for
  * transpose plans the number of tiles. */
 int fz_plan_num_params(const fz_plan *plan);
+
+/* Every parameter is 8 bytes (a pointer or an i64). A launch may pass at
+ * most 4 KiB of parameters through CUDA drivers before 12.1, and PTX below
+ * ISA 8.1 declares at most 4,352 bytes (fz leaves the ISA version to LLVM:
+ * 7.8 for sm_90); 32,764 bytes needs both newer. So a plan whose
+ * parameters exceed FZ_MAX_PARAM_BYTES is declined by its scheduler: a
+ * fusion with that many tensors is split into segments whose kernels fit,
+ * or rejected. */
+#define FZ_MAX_PARAM_BYTES 4096
+#define FZ_MAX_PARAMS (FZ_MAX_PARAM_BYTES / 8)
 /* Launch dimensions (gridDim, blockDim) for this plan; a cooperative plan's
  * grid_x may then be lowered by the launcher to what fits on the device.
  * Dynamic shared memory: fz_plan_shared_bytes. */
@@ -275,6 +285,20 @@ typedef struct fz_reason {
   char text[256];
   fz_loc loc;
 } fz_reason;
+
+/* Whether the plan's parameters fit in FZ_MAX_PARAM_BYTES; when not, *why
+ * says how many bytes it needs. Every scheduler asks before accepting. */
+bool fz_plan_params_fit(const fz_plan *plan, fz_reason *why);
+/* The same question before building a plan, from what any plan of the
+ * problem needs at least (every output is a written access: a pointer,
+ * one stride per canonical axis and an offset, then the group count and
+ * the extents; at least one axis); cheap, so that a fusion with thousands
+ * of outputs is declined before its DAG is built. Every scheduler asks
+ * first, so a fusion with too many outputs for this bound is one no
+ * scheduler accepts (the segmenter relies on it: fz_outputs_params_fit
+ * answers it from the output count alone). */
+bool fz_problem_params_fit(const fz_problem *problem, fz_reason *why);
+bool fz_outputs_params_fit(int num_outputs, fz_reason *why);
 
 /* pointwise.c: accepts fusions without reductions whose every output and
  * input maps affinely onto the reference output's iteration space. On

@@ -150,6 +150,8 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
       snprintf(why->text, sizeof why->text, "fusion has no outputs");
     return false;
   }
+  if (!fz_problem_params_fit(pb, why))
+    return false;
   for (int i = 0; i < f->num_ops; i++)
     if (fz_op_table[f->ops[i]->code].kind == FZ_KIND_REDUCTION) {
       if (why)
@@ -206,7 +208,7 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     for (int i = 0; i < f->num_outputs && ok; i++) {
       const fz_value *o = f->outputs[i];
       int64_t s[FZ_MAX_RANK] = {0};
-      fz_index_map_strides(&d->maps[o->id], pb->outputs[i].strides, s);
+      fz_index_map_strides(d->maps[o->id], pb->outputs[i].strides, s);
       if (fz_desc_numel(&pb->outputs[i]) != numel_of(csizes[c], crank[c]) ||
           !fz_dense_cover(csizes[c], s, crank[c]))
         ok = fz_dag_decline_at(d, o,
@@ -218,7 +220,7 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     /* every value the outputs need must be readable from this space */
     for (int i = 0; i < f->num_outputs && ok; i++) {
       const fz_value *o = f->outputs[i];
-      int src = fz_dag_node(d, o, &d->maps[o->id], false);
+      int src = fz_dag_node(d, o, d->maps[o->id], false);
       if (src < 0)
         ok = false;
       else
@@ -239,13 +241,15 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   p->kernel_name = fz_arena_strdup(arena, "fz_pointwise");
   fz_dag_finish(d, &c, p);
   choose_launch(pb, p);
+  if (!fz_plan_params_fit(p, why))
+    return false;
   *out = p;
   return true;
 }
 
 bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why) {
   fz_arena *arena = fz_arena_create();
-  fz_dag d;
+  fz_dag d = {0};
   fz_plan *plan = NULL;
   bool ok = build(&d, problem, arena, why, &plan);
   fz_arena_destroy(arena);
@@ -255,7 +259,7 @@ bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why) {
 fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
                                 fz_plan **out, fz_error *err) {
   fz_reason why = {0};
-  fz_dag d;
+  fz_dag d = {0};
   if (!build(&d, problem, arena, &why, out))
     return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
                        "pointwise scheduler declined: %s", why.text);

@@ -204,23 +204,23 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   unsigned rcols = 0;
   for (int i = 0; i < ref->type.rank; i++)
     if (is_reduced_dim(first, i))
-      rcols |= fz_map_row_columns(&d->maps[ref->id], i);
+      rcols |= fz_map_row_columns(d->maps[ref->id], i);
   for (int i = 0; i < f->num_ops; i++) {
     const fz_op *op = f->ops[i];
     if (fz_op_table[op->code].kind != FZ_KIND_REDUCTION)
       continue;
     const fz_value *in = op->operands[0];
     fz_value_label(op->result, label, sizeof label);
-    if (!d->has_map[in->id])
+    if (!d->maps[in->id])
       return fz_dag_decline_at(d, op->result,
                                "reduction %s reads outside the reference space",
                                label);
     unsigned reduced = 0, kept = 0;
     for (int a = 0; a < in->type.rank; a++) {
       if (is_reduced_dim(op, a))
-        reduced |= fz_map_row_columns(&d->maps[in->id], a);
+        reduced |= fz_map_row_columns(d->maps[in->id], a);
       else
-        kept |= fz_map_row_columns(&d->maps[in->id], a);
+        kept |= fz_map_row_columns(d->maps[in->id], a);
     }
     if (reduced != rcols || (kept & rcols))
       return fz_dag_decline_at(
@@ -238,9 +238,9 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   for (int i = 0; i < f->num_outputs; i++) {
     const fz_value *o = f->outputs[i];
     fz_value_label(o, label, sizeof label);
-    bool post = (fz_map_columns(&d->maps[o->id]) & rcols) == 0;
+    bool post = (fz_map_columns(d->maps[o->id]) & rcols) == 0;
     int64_t s[FZ_MAX_RANK] = {0};
-    fz_index_map_strides(&d->maps[o->id], pb->outputs[i].strides, s);
+    fz_index_map_strides(d->maps[o->id], pb->outputs[i].strides, s);
     const int64_t *space = post ? kept_sizes : ref_sizes;
     int64_t n = 1;
     for (int r = 0; r < d->ref_rank; r++)
@@ -250,7 +250,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
       return fz_dag_decline_at(d, o, "output %s is not one-to-one with %s",
                                label,
                                post ? "the kept space" : "the reference");
-    int src = fz_dag_node(d, o, &d->maps[o->id], post);
+    int src = fz_dag_node(d, o, d->maps[o->id], post);
     if (src < 0)
       return false;
     fz_dag_store(d, i, src, post);

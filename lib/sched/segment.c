@@ -1,24 +1,24 @@
-/* segment.c - splitting a fusion that no single scheduler accepts into the
- * fewest segments that schedulers do (greedy merging, as nvFuser does).
+/* segment.c - splitting a fusion that no single scheduler accepts into
+ * segments that schedulers do.
  *
  * The segmenter works on W, a copy of the parent in which every output
  * that is an input of the fusion or repeats an earlier output is replaced
  * by a `set` of it: a segment writes each output buffer exactly once, so
  * such outputs need an op that writes them, and making it an ordinary op
- * lets the greedy merge place it like any other. W's ops 0..n-1 are the
- * parent's ops in the same order; the copies come after.
+ * lets a strategy place it like any other. W's ops 0..n-1 are the
+ * parent's ops in the same order; the copies come after. Ops that feed no
+ * output are left out.
  *
- * Grouping starts with one group per live op (ops that feed no output are
- * left out). Candidate merges are producer->consumer edges between two
- * groups, largest tensor on the edge first, since a merge keeps that
- * tensor on chip; then groups that read the same tensor (horizontal
- * merges, largest shared tensor first), which saves a read. A merge is
- * taken when no path joins the two groups through a third one (the merged
- * group would both feed and consume it) and some scheduler accepts the
- * merged group as a fusion of its own, on this problem's sizes and
- * layouts. After each merge the candidates are ranked again from the
- * largest; the loop ends when none is taken. The rejections of that last
- * round are the notes: exactly why the segments that remain stay apart.
+ * Two strategies group W's live ops (segment_ctx.h):
+ *  - greedy merging, as nvFuser does (segment_greedy.c), for fusions of
+ *    up to FZ_SEG_GREEDY_MAX_OPS live ops: the fewest segments it finds;
+ *  - cutting in program order into the longest runs of consecutive ops a
+ *    scheduler accepts (segment_pack.c), for larger ones, where the
+ *    greedy search would take minutes: near-linear time, segments valid
+ *    but not necessarily the fewest.
+ * This file holds what both share: W and its analysis, building a group
+ * as a fusion of its own and asking the schedulers about it, and turning
+ * the final groups into segments.
  *
  * What a scheduler sees for a group: a fusion (segment_extract.c) whose
  * inputs are what the group reads from outside it and whose outputs are
@@ -28,69 +28,30 @@
  * it (computed once on a copy of W), so that it is written in the memory
  * order of what it is computed from.
  *
- * Whether a group is accepted depends only on its set of ops, so rejected
- * sets are remembered and not built again when the candidates are ranked
- * anew.
+ * Building a group costs the size of the group and of what it reads: the
+ * users of every value are indexed once, and the scratch arrays that mark
+ * a group's ops and values are stamped per group rather than cleared.
  */
-#include "sched/segment.h"
+#include "sched/segment_ctx.h"
 
 #include "sched/pass.h"
+#include "sched/itable.h"
 #include "sched/segment_extract.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_NOTES = 12, NOTE_CHARS = 360 };
+static void *xcalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
 
-/* ---- the segmenter's state ---------------------------------------------- */
-
-typedef struct rejected_set {
-  unsigned char *ops; /* n flags */
-  char *why;
-} rejected_set;
-
-typedef struct ctx {
-  const fz_problem *pb;
-  const fz_fusion *parent;
-  fz_fusion *w;
-  int n;  /* w->num_ops */
-  int nv; /* w->next_value_id */
-  const fz_value **parent_of; /* w value id -> parent value; NULL: a copy */
-  int *producer;              /* w value id -> op index, or -1 */
-  int *out_index;             /* w value id -> first output index, or -1 */
-  bool *live;                 /* per op */
-  fz_type *store;             /* w value id -> layout as an intermediate */
-  fz_tensor_desc *desc;       /* w value id -> descriptor as intermediate */
-  int64_t *bytes;             /* w value id */
-  int *group;                 /* op -> group (its smallest op), -1 if dead */
-  unsigned char *reach;       /* n*n: reach[a*n+b], path from group a to b */
-  rejected_set *rejected;
-  int num_rejected, cap_rejected;
-  fz_buf notes;
-  int num_notes, more_notes;
-} ctx;
-
-/* A group built as a fusion of its own. INTERMEDIATE refs carry a W value
- * id until the segmentation numbers its intermediates. */
-typedef struct cand {
-  fz_fusion *f;
-  const char *scheduler;
-  int num_inputs, num_outputs;
-  fz_buffer_ref *in, *out;
-  const fz_value **in_vals, **out_vals; /* W values */
-} cand;
-
-static void cand_free(cand *c) {
+void fz_seg_cand_free(fz_seg_cand *c) {
   fz_fusion_destroy(c->f);
   free(c->in);
   free(c->out);
   free(c->in_vals);
   free(c->out_vals);
-  *c = (cand){0};
+  *c = (fz_seg_cand){0};
 }
-
-static void *xcalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
 
 /* ---- descriptors -------------------------------------------------------- */
 
@@ -152,68 +113,25 @@ static void order_of_strides(const fz_tensor_desc *d, fz_type *t) {
 
 /* ---- labels and notes --------------------------------------------------- */
 
-static void put_label(fz_buf *b, const fz_value *v) {
+void fz_seg_put_label(fz_buf *b, const fz_value *v) {
   fz_print_value_label(b, v, NULL);
 }
 
-static void put_group(ctx *c, fz_buf *b, const unsigned char *set) {
-  int listed = 0, total = 0;
-  fz_buf_puts(b, "{");
-  for (int i = 0; i < c->n; i++) {
-    if (!set[i])
-      continue;
-    if (listed < 4) {
-      fz_buf_puts(b, listed ? " " : "");
-      put_label(b, c->w->ops[i]->result);
-      listed++;
-    }
-    total++;
-  }
-  if (total > listed)
-    fz_buf_printf(b, " +%d", total - listed);
-  fz_buf_puts(b, "}");
+bool fz_seg_note_room(const fz_seg_ctx *c) {
+  return c->num_notes < FZ_SEG_MAX_NOTES;
 }
 
-static void group_set(const ctx *c, int g, unsigned char *set) {
-  for (int i = 0; i < c->n; i++)
-    set[i] = c->group[i] == g;
-}
-
-/* One line: merge {a} + {b}: why. At most MAX_NOTES, each cut to
- * NOTE_CHARS, so the notes stay readable for large fusions. */
-static void note(ctx *c, int a, int b, const char *kind, const char *why) {
-  if (c->num_notes == MAX_NOTES) {
+void fz_seg_note(fz_seg_ctx *c, const char *text) {
+  if (!fz_seg_note_room(c)) {
     c->more_notes++;
     return;
   }
-  unsigned char *set = xcalloc((size_t)c->n, 1);
-  fz_buf line = {0};
-  if (set) {
-    fz_buf_puts(&line, "merge ");
-    group_set(c, a, set);
-    put_group(c, &line, set);
-    fz_buf_puts(&line, " + ");
-    group_set(c, b, set);
-    put_group(c, &line, set);
-    fz_buf_printf(&line, "%s: %s", kind, why);
-  }
-  free(set);
-  char *text = fz_buf_take(&line);
-  if (!text) {
-    c->notes.oom = true;
-    return;
-  }
-  if (strlen(text) > NOTE_CHARS)
-    strcpy(text + NOTE_CHARS - 3, "...");
-  fz_buf_printf(&c->notes, "%s\n", text);
-  free(text);
+  size_t len = strlen(text);
+  if (len > FZ_SEG_NOTE_CHARS)
+    fz_buf_printf(&c->notes, "%.*s...\n", FZ_SEG_NOTE_CHARS - 3, text);
+  else
+    fz_buf_printf(&c->notes, "%s\n", text);
   c->num_notes++;
-}
-
-static void reset_notes(ctx *c) {
-  free(c->notes.data);
-  c->notes = (fz_buf){0};
-  c->num_notes = c->more_notes = 0;
 }
 
 /* fz_schedule_explain's lines ("  pointwise   rejects: why") as
@@ -252,22 +170,22 @@ static char *condensed_reasons(const fz_problem *pb) {
 
 /* ---- building a group --------------------------------------------------- */
 
-static bool used_outside(const ctx *c, const fz_value *v,
-                         const unsigned char *set) {
+static bool in_group(const fz_seg_ctx *c, int op) {
+  return c->op_stamp[op] == c->stamp;
+}
+
+static bool used_outside(const fz_seg_ctx *c, const fz_value *v) {
   if (c->out_index[v->id] >= 0)
     return true;
-  for (int i = 0; i < c->n; i++) {
-    if (set[i] || !c->live[i])
-      continue;
-    const fz_op *op = c->w->ops[i];
-    for (int k = 0; k < op->num_operands; k++)
-      if (op->operands[k] == v)
-        return true;
+  for (int u = c->user_start[v->id]; u < c->user_start[v->id + 1]; u++) {
+    int i = c->users[u];
+    if (!in_group(c, i) && c->live[i])
+      return true;
   }
   return false;
 }
 
-static fz_buffer_ref ref_of(const ctx *c, const fz_value *v) {
+static fz_buffer_ref ref_of(const fz_seg_ctx *c, const fz_value *v) {
   if (v->kind == FZ_VALUE_INPUT)
     return (fz_buffer_ref){FZ_BUFFER_INPUT, v->input_index};
   if (c->out_index[v->id] >= 0)
@@ -275,105 +193,180 @@ static fz_buffer_ref ref_of(const ctx *c, const fz_value *v) {
   return (fz_buffer_ref){FZ_BUFFER_INTERMEDIATE, v->id};
 }
 
-static void mark_symbols(const fz_type *t, bool *marks) {
+/* Calls fn(c, symbol, arg) for each symbol an extent of t names. */
+static void each_symbol(fz_seg_ctx *c, const fz_type *t,
+                        void (*fn)(fz_seg_ctx *, int, void *), void *arg) {
   for (int i = 0; i < t->rank; i++) {
     const fz_axis *a = &t->axes[i];
     if (a->kind == FZ_AXIS_ITER && a->extent.symbol >= 0)
-      marks[a->extent.symbol] = true;
+      fn(c, a->extent.symbol, arg);
     if (a->kind == FZ_AXIS_BROADCAST && a->expanded &&
         a->expanded_to.symbol >= 0)
-      marks[a->expanded_to.symbol] = true;
+      fn(c, a->expanded_to.symbol, arg);
   }
 }
 
-/* A symbol that only the group's ops name (the shape of a full, reshape
- * or expand) is bound by no input of the group; a parent input that
- * carries it becomes an input of the segment, unread, so that the segment
- * binds its symbols from its inputs like any fusion. */
-static void add_binding_inputs(const ctx *c, const unsigned char *set,
-                               cand *out, fz_type *in_types,
-                               fz_tensor_desc *din, bool *seen) {
-  size_t ns = (size_t)c->w->num_symbols;
-  bool *need = xcalloc(ns, sizeof *need), *have = xcalloc(ns, sizeof *have);
-  bool *marks = xcalloc(ns, sizeof *marks);
-  if (!need || !have || !marks)
-    goto done; /* left unbound: the executor binds from the parent */
-  for (int i = 0; i < c->n; i++)
-    if (set[i])
-      mark_symbols(&c->w->ops[i]->result->type, need);
-  for (int j = 0; j < out->num_inputs; j++)
-    mark_symbols(&out->in_vals[j]->type, have);
-  for (size_t sym = 0; sym < ns; sym++) {
-    if (!need[sym] || have[sym])
-      continue;
-    for (int i = 0; i < c->w->num_inputs; i++) {
-      const fz_value *v = c->w->inputs[i];
-      memset(marks, 0, ns * sizeof *marks);
-      mark_symbols(&v->type, marks);
-      if (!marks[sym] || seen[v->id])
+typedef struct int_list {
+  int *items;
+  int count, cap;
+} int_list;
+
+static bool list_push(int_list *l, int v) {
+  if (l->count == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    int *grown = realloc(l->items, sizeof *grown * (size_t)cap);
+    if (!grown)
+      return false;
+    l->items = grown;
+    l->cap = cap;
+  }
+  l->items[l->count++] = v;
+  return true;
+}
+
+static void need_symbol(fz_seg_ctx *c, int sym, void *arg) {
+  int_list *need = arg;
+  if (c->need_stamp[sym] == c->stamp)
+    return;
+  c->need_stamp[sym] = c->stamp;
+  if (!list_push(need, sym))
+    c->need_stamp[sym] = 0; /* dropped: left unbound, as out of memory */
+}
+
+static void have_symbol(fz_seg_ctx *c, int sym, void *arg) {
+  (void)arg;
+  c->have_stamp[sym] = c->stamp;
+}
+
+static int cmp_int(const void *x, const void *y) {
+  int a = *(const int *)x, b = *(const int *)y;
+  return (a > b) - (a < b);
+}
+
+/* Inputs first, in the parent's order, then results in SSA order: a group
+ * holding every op reads its inputs as the parent does. */
+typedef struct keyed_read {
+  int key;
+  const fz_value *v;
+} keyed_read;
+
+static int cmp_read(const void *x, const void *y) {
+  int a = ((const keyed_read *)x)->key, b = ((const keyed_read *)y)->key;
+  return (a > b) - (a < b);
+}
+
+static fz_status sort_reads(const fz_seg_ctx *c, const fz_value **reads,
+                            int n, fz_error *err) {
+  keyed_read *k = xcalloc((size_t)n, sizeof *k);
+  if (!k)
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int j = 0; j < n; j++)
+    k[j] = (keyed_read){reads[j]->kind == FZ_VALUE_INPUT
+                            ? reads[j]->input_index
+                            : c->w->num_inputs + c->producer[reads[j]->id],
+                        reads[j]};
+  qsort(k, (size_t)n, sizeof *k, cmp_read);
+  for (int j = 0; j < n; j++)
+    reads[j] = k[j].v;
+  free(k);
+  return FZ_OK;
+}
+
+/* The values the group reads from outside it, in read_key order, then the
+ * inputs that only bind symbols: a symbol that only the group's ops name
+ * (the shape of a full, reshape or expand) is bound by no input of the
+ * group; a parent input that carries it becomes an input of the segment,
+ * unread, so that the segment binds its symbols from its inputs like any
+ * fusion. */
+static fz_status collect_reads(fz_seg_ctx *c, const int *ops, int num_ops,
+                               const fz_value ***out, int *count,
+                               fz_error *err) {
+  const fz_value **reads = xcalloc((size_t)num_ops * 3 + 1, sizeof *reads);
+  int_list need = {0};
+  int n = 0;
+  if (!reads)
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int j = 0; j < num_ops; j++) {
+    const fz_op *op = c->w->ops[ops[j]];
+    for (int k = 0; k < op->num_operands; k++) {
+      const fz_value *v = op->operands[k];
+      if (v->kind == FZ_VALUE_LITERAL ||
+          (c->producer[v->id] >= 0 && in_group(c, c->producer[v->id])) ||
+          c->value_stamp[v->id] == c->stamp)
         continue;
-      seen[v->id] = true;
-      int j = out->num_inputs++;
-      out->in_vals[j] = v;
-      out->in[j] = ref_of(c, v);
-      in_types[j] = v->type;
-      din[j] = c->pb->inputs[i];
-      mark_symbols(&v->type, have);
-      break;
+      c->value_stamp[v->id] = c->stamp;
+      reads[n++] = v;
     }
+    each_symbol(c, &op->result->type, need_symbol, &need);
   }
-done:
-  free(need);
-  free(have);
-  free(marks);
+  if (sort_reads(c, reads, n, err) != FZ_OK) {
+    free(reads);
+    free(need.items);
+    return FZ_ERR_OUT_OF_MEMORY;
+  }
+  for (int j = 0; j < n; j++)
+    each_symbol(c, &reads[j]->type, have_symbol, NULL);
+  if (need.count > 1)
+    qsort(need.items, (size_t)need.count, sizeof *need.items, cmp_int);
+  int binding = 0;
+  for (int j = 0; j < need.count; j++)
+    binding += c->have_stamp[need.items[j]] != c->stamp;
+  const fz_value **all = realloc(reads, sizeof *all * (size_t)(n + binding + 1));
+  if (!all) {
+    free(reads);
+    free(need.items);
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  reads = all;
+  for (int j = 0; j < need.count; j++) {
+    int sym = need.items[j];
+    if (c->have_stamp[sym] == c->stamp)
+      continue;
+    /* The first input naming the symbol: it is not read (or the symbol
+     * would be had), so it is not an input of the group yet. */
+    int i = c->symbol_input[sym];
+    if (i < 0)
+      continue; /* left unbound: the executor binds from the parent */
+    const fz_value *v = c->w->inputs[i];
+    FZ_CHECK(c->value_stamp[v->id] != c->stamp);
+    c->value_stamp[v->id] = c->stamp;
+    reads[n++] = v;
+    each_symbol(c, &v->type, have_symbol, NULL);
+  }
+  free(need.items);
+  *out = reads;
+  *count = n;
+  return FZ_OK;
 }
 
-/* Builds the group `set` as fusion `name` and asks the schedulers; when
- * none accepts and `why` is not NULL, *why gets their reasons (malloc'd). */
-static fz_status build_cand(ctx *c, const unsigned char *set, const char *name,
-                            cand *out, char **why, fz_error *err) {
-  *out = (cand){0};
-  size_t nv = (size_t)c->nv;
-  bool *seen = xcalloc(nv, sizeof *seen);
-  bool *flags = xcalloc((size_t)c->n, sizeof *flags);
-  out->in_vals = xcalloc(nv, sizeof *out->in_vals);
-  out->out_vals = xcalloc(nv, sizeof *out->out_vals);
-  fz_type *in_types = xcalloc(nv, sizeof *in_types);
-  fz_type *out_types = xcalloc(nv, sizeof *out_types);
-  const fz_type **out_lay = xcalloc(nv, sizeof *out_lay);
-  out->in = xcalloc(nv, sizeof *out->in);
-  out->out = xcalloc(nv, sizeof *out->out);
-  fz_tensor_desc *din = xcalloc(nv, sizeof *din);
-  fz_tensor_desc *dout = xcalloc(nv, sizeof *dout);
-  fz_status st = FZ_OK;
-  if (!seen || !flags || !out->in_vals || !out->out_vals || !in_types ||
-      !out_types || !out_lay || !out->in || !out->out || !din || !dout) {
+fz_status fz_seg_build_cand(fz_seg_ctx *c, const int *ops, int num_ops,
+                            const char *name, fz_seg_cand *out, char **why,
+                            fz_error *err) {
+  *out = (fz_seg_cand){0};
+  c->stamp++;
+  for (int j = 0; j < num_ops; j++)
+    c->op_stamp[ops[j]] = c->stamp;
+  int ni = 0;
+  fz_status st = collect_reads(c, ops, num_ops, &out->in_vals, &ni, err);
+  if (st != FZ_OK)
+    return st;
+  size_t nin = (size_t)ni + 1, nout = (size_t)num_ops + 1;
+  out->out_vals = xcalloc(nout, sizeof *out->out_vals);
+  out->in = xcalloc(nin, sizeof *out->in);
+  out->out = xcalloc(nout, sizeof *out->out);
+  fz_type *in_types = xcalloc(nin, sizeof *in_types);
+  fz_type *out_types = xcalloc(nout, sizeof *out_types);
+  const fz_type **out_lay = xcalloc(nout, sizeof *out_lay);
+  fz_tensor_desc *din = xcalloc(nin, sizeof *din);
+  fz_tensor_desc *dout = xcalloc(nout, sizeof *dout);
+  if (!out->out_vals || !out->in || !out->out || !in_types || !out_types ||
+      !out_lay || !din || !dout) {
     st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  /* Inputs: what the group reads from outside; parent inputs in the
-   * parent's order, then results in SSA order, so that a group holding
-   * every op reads its inputs as the parent does. */
-  for (int i = 0; i < c->n; i++) {
-    if (!set[i])
-      continue;
-    flags[i] = true;
-    const fz_op *op = c->w->ops[i];
-    for (int k = 0; k < op->num_operands; k++) {
-      const fz_value *v = op->operands[k];
-      if (v->kind != FZ_VALUE_LITERAL &&
-          !(c->producer[v->id] >= 0 && set[c->producer[v->id]]))
-        seen[v->id] = true;
-    }
-  }
-  for (int i = 0; i < c->w->num_inputs + c->n; i++) {
-    const fz_value *v = i < c->w->num_inputs
-                            ? c->w->inputs[i]
-                            : c->w->ops[i - c->w->num_inputs]->result;
-    if (!seen[v->id])
-      continue;
-    int j = out->num_inputs++;
-    out->in_vals[j] = v;
+  out->num_inputs = ni;
+  for (int j = 0; j < ni; j++) {
+    const fz_value *v = out->in_vals[j];
     out->in[j] = ref_of(c, v);
     if (v->kind == FZ_VALUE_INPUT) {
       in_types[j] = v->type;
@@ -385,11 +378,10 @@ static fz_status build_cand(ctx *c, const unsigned char *set, const char *name,
     }
     din[j] = *resolve(out->in[j], c->pb, c->desc);
   }
-  add_binding_inputs(c, set, out, in_types, din, seen);
   /* Outputs: what the group computes for later groups or the parent. */
-  for (int i = 0; i < c->n; i++) {
-    const fz_value *v = c->w->ops[i]->result;
-    if (!set[i] || !used_outside(c, v, set))
+  for (int jj = 0; jj < num_ops; jj++) {
+    const fz_value *v = c->w->ops[ops[jj]]->result;
+    if (!used_outside(c, v))
       continue;
     int j = out->num_outputs++;
     out->out_vals[j] = v;
@@ -403,11 +395,21 @@ static fz_status build_cand(ctx *c, const unsigned char *set, const char *name,
     }
     dout[j] = *resolve(out->out[j], c->pb, c->desc);
   }
-  fz_extract x = {.parent = c->w, .name = name, .ops = flags,
-                  .num_inputs = out->num_inputs, .inputs = out->in_vals,
-                  .input_types = in_types, .num_outputs = out->num_outputs,
-                  .outputs = out->out_vals, .output_layouts = out_lay};
-  st = fz_extract_fusion(&x, &out->f, NULL, err);
+  if (!why && !fz_outputs_params_fit(out->num_outputs, NULL)) {
+    /* no scheduler takes this many outputs (plan.h): no need to build it */
+    out->scheduler = NULL;
+    goto done;
+  }
+  fz_extract x = {.parent = c->w, .name = name, .ops = ops,
+                  .num_ops = num_ops, .num_inputs = out->num_inputs,
+                  .inputs = out->in_vals, .input_types = in_types,
+                  .num_outputs = out->num_outputs, .outputs = out->out_vals,
+                  .output_layouts = out_lay};
+  st = fz_extract_fusion(&x, &out->f, c->map, err);
+  for (int j = 0; j < ni; j++) /* the map is all NULL between groups */
+    c->map[out->in_vals[j]->id] = NULL;
+  for (int j = 0; j < num_ops; j++)
+    c->map[c->w->ops[ops[j]]->result->id] = NULL;
   if (st != FZ_OK)
     goto done;
   fz_problem pb = {.fusion = out->f, .inputs = din, .outputs = dout,
@@ -419,38 +421,61 @@ static fz_status build_cand(ctx *c, const unsigned char *set, const char *name,
       st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   }
 done:
-  free(seen);
-  free(flags);
   free(in_types);
   free(out_types);
   free(out_lay);
   free(din);
   free(dout);
   if (st != FZ_OK)
-    cand_free(out);
+    fz_seg_cand_free(out);
   return st;
 }
 
 /* ---- set up ------------------------------------------------------------- */
 
-static bool needs_copy(const fz_fusion *w, int j) {
-  const fz_value *v = w->outputs[j];
-  if (v->kind == FZ_VALUE_INPUT)
-    return true;
-  for (int k = 0; k < j; k++)
-    if (w->outputs[k] == v)
-      return true;
-  return false;
+typedef struct name_probe {
+  const char *const *names;
+  const char *name;
+} name_probe;
+
+static bool same_name(const void *ctx, int i) {
+  const name_probe *p = ctx;
+  return strcmp(p->names[i], p->name) == 0;
 }
 
-static bool name_taken(const fz_fusion *f, const char *name) {
-  for (int i = 0; i < f->num_inputs; i++)
-    if (f->inputs[i]->name && strcmp(f->inputs[i]->name, name) == 0)
-      return true;
-  for (int i = 0; i < f->num_ops; i++)
-    if (f->ops[i]->result->name && strcmp(f->ops[i]->result->name, name) == 0)
-      return true;
-  return false;
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The value names of a fusion, to find a free name for each copy without
+ * a scan of every value per copy. */
+typedef struct name_set {
+  fz_itable table;
+  const char **names;
+  int count, cap;
+} name_set;
+
+static bool name_taken(const name_set *s, const char *name) {
+  name_probe p = {s->names, name};
+  return fz_itable_find(&s->table, name_hash(name), same_name, &p) >= 0;
+}
+
+static void name_add(name_set *s, fz_arena *arena, const char *name) {
+  if (!name || name_taken(s, name))
+    return;
+  if (s->count == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 64;
+    const char **grown = fz_arena_alloc(arena, sizeof *grown * (size_t)cap);
+    if (s->count)
+      memcpy(grown, s->names, sizeof *grown * (size_t)s->count);
+    s->names = grown;
+    s->cap = cap;
+  }
+  s->names[s->count] = name;
+  fz_itable_add(&s->table, name_hash(name), s->count++);
 }
 
 /* Names unnamed values as the printer numbers them, so that segments,
@@ -472,10 +497,63 @@ static fz_status name_like_printer(fz_fusion *w, fz_error *err) {
   return FZ_OK;
 }
 
+static int *all_ops(int n) {
+  int *ops = xcalloc((size_t)n, sizeof *ops);
+  for (int i = 0; ops && i < n; i++)
+    ops[i] = i;
+  return ops;
+}
+
+/* Gives each output that is an input or repeats an earlier output a `set`
+ * of its own, named after the value ("x.copy3": the first free among
+ * .copyJ, .copyJ+1, ... for output J). */
+static fz_status add_copies(fz_fusion *w, fz_error *err) {
+  fz_arena *scratch = fz_arena_create();
+  bool *written = xcalloc((size_t)w->next_value_id + 1, sizeof *written);
+  name_set names = {0};
+  fz_itable_init(&names.table, scratch);
+  fz_status st = FZ_OK;
+  if (!written) {
+    st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < w->num_inputs; i++)
+    name_add(&names, scratch, w->inputs[i]->name);
+  for (int i = 0; i < w->num_ops; i++)
+    name_add(&names, scratch, w->ops[i]->result->name);
+  for (int j = 0; j < w->num_outputs; j++) {
+    fz_value *v = w->outputs[j];
+    bool copy = v->kind == FZ_VALUE_INPUT || written[v->id];
+    written[v->id] = true;
+    if (!copy)
+      continue;
+    fz_value *c = fz_set(w, v, err);
+    if (!c) {
+      st = FZ_ERR_INTERNAL;
+      goto done;
+    }
+    if (v->name) {
+      char name[256];
+      for (int k = j;; k++) {
+        snprintf(name, sizeof name, "%.200s.copy%d", v->name, k);
+        if (!name_taken(&names, name))
+          break;
+      }
+      c->name = fz_arena_strdup(w->arena, name);
+      name_add(&names, scratch, c->name);
+    }
+    w->outputs[j] = c;
+  }
+done:
+  free(written);
+  fz_arena_destroy(scratch);
+  return st;
+}
+
 /* W: the parent, with a `set` for each output that needs its own write. */
-static fz_status make_w(ctx *c, fz_error *err) {
+static fz_status make_w(fz_seg_ctx *c, fz_error *err) {
   const fz_fusion *p = c->parent;
-  bool *all = xcalloc((size_t)p->num_ops, sizeof *all);
+  int *all = all_ops(p->num_ops);
   fz_type *types = xcalloc((size_t)p->num_inputs, sizeof *types);
   fz_value **map = xcalloc((size_t)p->next_value_id, sizeof *map);
   fz_status st = FZ_OK;
@@ -483,12 +561,10 @@ static fz_status make_w(ctx *c, fz_error *err) {
     st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  for (int i = 0; i < p->num_ops; i++)
-    all[i] = true;
   for (int i = 0; i < p->num_inputs; i++)
     types[i] = p->inputs[i]->type;
   fz_extract x = {.parent = p, .name = p->name, .ops = all,
-                  .num_inputs = p->num_inputs,
+                  .num_ops = p->num_ops, .num_inputs = p->num_inputs,
                   .inputs = (const fz_value *const *)p->inputs,
                   .input_types = types, .num_outputs = p->num_outputs,
                   .outputs = (const fz_value *const *)p->outputs};
@@ -498,28 +574,10 @@ static fz_status make_w(ctx *c, fz_error *err) {
   fz_fusion *w = c->w;
   FZ_CHECK(w->num_ops == p->num_ops);
   st = name_like_printer(w, err);
+  if (st == FZ_OK)
+    st = add_copies(w, err);
   if (st != FZ_OK)
     goto done;
-  for (int j = 0; j < w->num_outputs; j++) {
-    if (!needs_copy(w, j))
-      continue;
-    fz_value *v = w->outputs[j];
-    fz_value *copy = fz_set(w, v, err);
-    if (!copy) {
-      st = FZ_ERR_INTERNAL;
-      goto done;
-    }
-    if (v->name) {
-      char name[256];
-      for (int k = j;; k++) {
-        snprintf(name, sizeof name, "%.200s.copy%d", v->name, k);
-        if (!name_taken(w, name))
-          break;
-      }
-      copy->name = fz_arena_strdup(w->arena, name);
-    }
-    w->outputs[j] = copy;
-  }
   c->n = w->num_ops;
   c->nv = w->next_value_id;
   c->parent_of = xcalloc((size_t)c->nv, sizeof *c->parent_of);
@@ -547,29 +605,67 @@ static int64_t value_bytes(const fz_value *v, const int64_t *symbols) {
   return n;
 }
 
+/* The ops reading each value, as one array in value id order. */
+static fz_status index_users(fz_seg_ctx *c, fz_error *err) {
+  c->user_start = xcalloc((size_t)c->nv + 2, sizeof *c->user_start);
+  int total = 0;
+  for (int i = 0; i < c->n; i++)
+    total += c->w->ops[i]->num_operands;
+  c->users = xcalloc((size_t)total + 1, sizeof *c->users);
+  if (!c->user_start || !c->users)
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < c->n; i++) {
+    const fz_op *op = c->w->ops[i];
+    for (int k = 0; k < op->num_operands; k++)
+      if (op->operands[k]->kind != FZ_VALUE_LITERAL)
+        c->user_start[op->operands[k]->id + 2]++;
+  }
+  for (int id = 0; id < c->nv; id++)
+    c->user_start[id + 2] += c->user_start[id + 1];
+  for (int i = 0; i < c->n; i++) {
+    const fz_op *op = c->w->ops[i];
+    for (int k = 0; k < op->num_operands; k++)
+      if (op->operands[k]->kind != FZ_VALUE_LITERAL)
+        c->users[c->user_start[op->operands[k]->id + 1]++] = i;
+  }
+  return FZ_OK;
+}
+
+static void first_input(fz_seg_ctx *c, int sym, void *arg) {
+  int i = *(int *)arg;
+  if (c->symbol_input[sym] < 0)
+    c->symbol_input[sym] = i;
+}
+
 /* Per W value: producer, first output index, size, and the layout it gets
- * as an intermediate (declared, else propagated on a copy of W). */
-static fz_status analyse(ctx *c, fz_error *err) {
+ * as an intermediate (declared, else propagated on a copy of W); the
+ * users of each value, the first input naming each symbol, and the
+ * scratch for building groups. */
+static fz_status analyse(fz_seg_ctx *c, fz_error *err) {
   fz_fusion *w = c->w;
-  size_t nv = (size_t)c->nv;
+  size_t nv = (size_t)c->nv, ns = (size_t)w->num_symbols;
   c->producer = xcalloc(nv, sizeof *c->producer);
   c->out_index = xcalloc(nv, sizeof *c->out_index);
   c->live = xcalloc((size_t)c->n, sizeof *c->live);
   c->store = xcalloc(nv, sizeof *c->store);
   c->desc = xcalloc(nv, sizeof *c->desc);
   c->bytes = xcalloc(nv, sizeof *c->bytes);
-  c->group = xcalloc((size_t)c->n, sizeof *c->group);
-  c->reach = xcalloc((size_t)c->n * (size_t)c->n, 1);
-  bool *all = xcalloc((size_t)c->n, sizeof *all);
-  fz_type *types = xcalloc((size_t)w->num_inputs, sizeof *types);
-  fz_value **map = xcalloc(nv, sizeof *map);
+  c->symbol_input = xcalloc(ns, sizeof *c->symbol_input);
+  c->op_stamp = xcalloc((size_t)c->n, sizeof *c->op_stamp);
+  c->value_stamp = xcalloc(nv, sizeof *c->value_stamp);
+  c->need_stamp = xcalloc(ns, sizeof *c->need_stamp);
+  c->have_stamp = xcalloc(ns, sizeof *c->have_stamp);
+  c->map = xcalloc(nv, sizeof *c->map);
   fz_fusion *l = NULL;
   fz_status st = FZ_OK;
   if (!c->producer || !c->out_index || !c->live || !c->store || !c->desc ||
-      !c->bytes || !c->group || !c->reach || !all || !types || !map) {
+      !c->bytes || !c->symbol_input || !c->op_stamp || !c->value_stamp ||
+      !c->need_stamp || !c->have_stamp || !c->map) {
     st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
+  if ((st = index_users(c, err)) != FZ_OK)
+    goto done;
   for (size_t id = 0; id < nv; id++)
     c->producer[id] = c->out_index[id] = -1;
   for (int i = 0; i < c->n; i++)
@@ -584,26 +680,21 @@ static fz_status analyse(ctx *c, fz_error *err) {
     for (int k = 0; c->live[i] && k < op->num_operands; k++)
       if (op->operands[k]->kind == FZ_VALUE_RESULT)
         c->live[c->producer[op->operands[k]->id]] = true;
-    c->group[i] = c->live[i] ? i : -1;
+    c->num_live += c->live[i];
   }
-
-  for (int i = 0; i < c->n; i++)
-    all[i] = true;
+  for (size_t s = 0; s < ns; s++)
+    c->symbol_input[s] = -1;
   for (int i = 0; i < w->num_inputs; i++)
-    types[i] = w->inputs[i]->type;
-  fz_extract x = {.parent = w, .name = w->name, .ops = all,
-                  .num_inputs = w->num_inputs,
-                  .inputs = (const fz_value *const *)w->inputs,
-                  .input_types = types, .num_outputs = w->num_outputs,
-                  .outputs = (const fz_value *const *)w->outputs};
-  st = fz_extract_fusion(&x, &l, map, err);
-  if (st == FZ_OK)
-    st = fz_pass_alloc_order(l, err);
+    each_symbol(c, &w->inputs[i]->type, first_input, &i);
+
+  /* a copy keeps W's own layouts undeclared; it has W's ops in order */
+  l = fz_fusion_clone(w, err);
+  st = l ? fz_pass_alloc_order(l, err) : FZ_ERR_INTERNAL;
   if (st != FZ_OK)
     goto done;
   for (int i = 0; i < c->n; i++) {
     const fz_value *v = w->ops[i]->result;
-    fz_type t = map[v->id]->type;
+    fz_type t = l->ops[i]->result->type;
     if (!t.has_layout)
       fz_type_set_row_major(&t);
     for (int p = 0; p < t.rank; p++)
@@ -619,223 +710,6 @@ static fz_status analyse(ctx *c, fz_error *err) {
         value_bytes(w->ops[i]->result, c->pb->symbols);
 done:
   fz_fusion_destroy(l);
-  free(all);
-  free(types);
-  free(map);
-  return st;
-}
-
-/* ---- the group graph ---------------------------------------------------- */
-
-/* reach[a*n+b]: a path of one or more edges leads from group a to group b. */
-static void compute_reach(ctx *c) {
-  int n = c->n;
-  memset(c->reach, 0, (size_t)n * (size_t)n);
-  /* Groups need not be contiguous in SSA order, so one sweep does not
-   * close the relation; sweep to a fixpoint (a few rounds in practice). */
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (int i = 0; i < n; i++) {
-      if (c->group[i] < 0)
-        continue;
-      int b = c->group[i];
-      const fz_op *op = c->w->ops[i];
-      for (int k = 0; k < op->num_operands; k++) {
-        const fz_value *v = op->operands[k];
-        if (v->kind != FZ_VALUE_RESULT)
-          continue;
-        int a = c->group[c->producer[v->id]];
-        if (a == b)
-          continue;
-        /* a -> b, so a reaches b and whatever b reaches */
-        unsigned char *ra = c->reach + (size_t)a * (size_t)n;
-        const unsigned char *rb = c->reach + (size_t)b * (size_t)n;
-        if (!ra[b])
-          ra[b] = 1, changed = true;
-        for (int g = 0; g < n; g++)
-          if (rb[g] && !ra[g])
-            ra[g] = 1, changed = true;
-      }
-    }
-  }
-}
-
-static bool reaches(const ctx *c, int a, int b) {
-  return c->reach[(size_t)a * (size_t)c->n + (size_t)b] != 0;
-}
-
-/* A third group on a path between a and b, or -1. */
-static int between(const ctx *c, int a, int b) {
-  for (int g = 0; g < c->n; g++) {
-    if (c->group[g] != g || g == a || g == b)
-      continue;
-    if ((reaches(c, a, g) && reaches(c, g, b)) ||
-        (reaches(c, b, g) && reaches(c, g, a)))
-      return g;
-  }
-  return -1;
-}
-
-/* ---- merging ------------------------------------------------------------ */
-
-typedef struct edge {
-  int a, b;
-  int64_t bytes;
-} edge;
-
-static int cmp_edge(const void *x, const void *y) {
-  const edge *p = x, *q = y;
-  if (p->bytes != q->bytes)
-    return p->bytes > q->bytes ? -1 : 1;
-  if (p->a != q->a)
-    return p->a < q->a ? -1 : 1;
-  return (p->b > q->b) - (p->b < q->b);
-}
-
-static void add_edge(edge *edges, int *count, int a, int b, int64_t bytes) {
-  for (int e = 0; e < *count; e++)
-    if (edges[e].a == a && edges[e].b == b) {
-      if (bytes > edges[e].bytes)
-        edges[e].bytes = bytes;
-      return;
-    }
-  edges[(*count)++] = (edge){a, b, bytes};
-}
-
-/* Producer->consumer pairs of groups, or (horizontal) pairs of unrelated
- * groups that read one tensor, each with the largest tensor between them. */
-static int collect(const ctx *c, bool horizontal, edge *edges) {
-  int count = 0;
-  for (int i = 0; i < c->n; i++) {
-    if (c->group[i] < 0)
-      continue;
-    const fz_op *op = c->w->ops[i];
-    for (int k = 0; k < op->num_operands; k++) {
-      const fz_value *v = op->operands[k];
-      if (v->kind == FZ_VALUE_LITERAL)
-        continue;
-      int src = c->producer[v->id] >= 0 ? c->group[c->producer[v->id]] : -1;
-      if (!horizontal) {
-        if (src >= 0 && src != c->group[i])
-          add_edge(edges, &count, src, c->group[i], c->bytes[v->id]);
-        continue;
-      }
-      for (int j = 0; j < i; j++) {
-        if (c->group[j] < 0 || c->group[j] == c->group[i] ||
-            c->group[j] == src)
-          continue;
-        const fz_op *o = c->w->ops[j];
-        bool reads = false;
-        for (int m = 0; m < o->num_operands; m++)
-          reads |= o->operands[m] == v;
-        int a = c->group[j], b = c->group[i];
-        if (!reads || reaches(c, a, b) || reaches(c, b, a))
-          continue;
-        add_edge(edges, &count, a < b ? a : b, a < b ? b : a, c->bytes[v->id]);
-      }
-    }
-  }
-  qsort(edges, (size_t)count, sizeof *edges, cmp_edge);
-  return count;
-}
-
-static const char *known_rejection(const ctx *c, const unsigned char *set) {
-  for (int r = 0; r < c->num_rejected; r++)
-    if (memcmp(c->rejected[r].ops, set, (size_t)c->n) == 0)
-      return c->rejected[r].why;
-  return NULL;
-}
-
-static fz_status remember(ctx *c, unsigned char *set, char *why,
-                          fz_error *err) {
-  if (c->num_rejected == c->cap_rejected) {
-    int cap = c->cap_rejected ? 2 * c->cap_rejected : 16;
-    rejected_set *r = realloc(c->rejected, sizeof *r * (size_t)cap);
-    if (!r) {
-      free(set);
-      free(why);
-      return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    c->rejected = r;
-    c->cap_rejected = cap;
-  }
-  c->rejected[c->num_rejected++] = (rejected_set){set, why};
-  return FZ_OK;
-}
-
-/* Try merging groups a and b; *merged says whether it was taken. */
-static fz_status try_merge(ctx *c, int a, int b, bool horizontal, bool *merged,
-                           fz_error *err) {
-  *merged = false;
-  const char *kind = horizontal ? " (siblings)" : "";
-  int third = between(c, a, b);
-  if (third >= 0) {
-    fz_buf why = {0};
-    unsigned char *set = xcalloc((size_t)c->n, 1);
-    if (set) {
-      group_set(c, third, set);
-      fz_buf_puts(&why, "would form a cycle through ");
-      put_group(c, &why, set);
-    }
-    free(set);
-    char *text = fz_buf_take(&why);
-    if (!text)
-      return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-    note(c, a, b, kind, text);
-    free(text);
-    return FZ_OK;
-  }
-  unsigned char *set = xcalloc((size_t)c->n, 1);
-  if (!set)
-    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int i = 0; i < c->n; i++)
-    set[i] = c->group[i] >= 0 && (c->group[i] == a || c->group[i] == b);
-  const char *known = known_rejection(c, set);
-  if (known) {
-    note(c, a, b, kind, known);
-    free(set);
-    return FZ_OK;
-  }
-  cand cd;
-  char *why = NULL;
-  fz_status st = build_cand(c, set, c->parent->name, &cd, &why, err);
-  if (st != FZ_OK) {
-    free(set);
-    return st;
-  }
-  bool ok = cd.scheduler != NULL;
-  cand_free(&cd);
-  if (!ok) {
-    note(c, a, b, kind, why);
-    return remember(c, set, why, err);
-  }
-  free(set);
-  int to = a < b ? a : b, from = a < b ? b : a;
-  for (int i = 0; i < c->n; i++)
-    if (c->group[i] == from)
-      c->group[i] = to;
-  *merged = true;
-  return FZ_OK;
-}
-
-static fz_status merge_all(ctx *c, fz_error *err) {
-  size_t cap = (size_t)c->n * (size_t)c->n + 1;
-  edge *edges = malloc(sizeof *edges * cap);
-  if (!edges)
-    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-  fz_status st = FZ_OK;
-  for (bool merged = true; merged && st == FZ_OK;) {
-    merged = false;
-    reset_notes(c);
-    compute_reach(c);
-    for (int pass = 0; pass < 2 && !merged && st == FZ_OK; pass++) {
-      int count = collect(c, pass == 1, edges);
-      for (int e = 0; e < count && !merged && st == FZ_OK; e++)
-        st = try_merge(c, edges[e].a, edges[e].b, pass == 1, &merged, err);
-    }
-  }
-  free(edges);
   return st;
 }
 
@@ -882,103 +756,80 @@ static fz_status whole(const fz_problem *pb, const char *scheduler,
   return FZ_OK;
 }
 
-/* Groups in a topological order, the one holding the earliest op first
- * among those ready. Returns the count. */
-static int order_groups(ctx *c, int *order) {
-  int n = c->n, count = 0;
-  bool *done = xcalloc((size_t)n, sizeof *done);
-  if (!done)
-    return -1;
-  for (;;) {
-    int pick = -1;
-    for (int g = 0; g < n && pick < 0; g++) {
-      if (c->group[g] != g || done[g])
-        continue;
-      bool ready = true;
-      for (int h = 0; h < n && ready; h++)
-        ready = !(c->group[h] == h && !done[h] && h != g && reaches(c, h, g));
-      if (ready)
-        pick = g;
-    }
-    if (pick < 0)
-      break;
-    done[pick] = true;
-    order[count++] = pick;
-  }
-  free(done);
-  return count;
-}
-
-static fz_status unsupported(ctx *c, int g, fz_error *err) {
-  unsigned char *set = xcalloc((size_t)c->n, 1);
-  if (!set)
-    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-  group_set(c, g, set);
-  cand cd;
+static fz_status unsupported(fz_seg_ctx *c, const int *ops, int num_ops,
+                             fz_error *err) {
+  fz_seg_cand cd;
   char *why = NULL;
-  fz_status st = build_cand(c, set, c->parent->name, &cd, &why, err);
-  free(set);
+  fz_status st =
+      fz_seg_build_cand(c, ops, num_ops, c->parent->name, &cd, &why, err);
   if (st != FZ_OK)
     return st;
-  cand_free(&cd);
-  const fz_op *op = c->w->ops[g];
+  fz_seg_cand_free(&cd);
+  const fz_op *op = c->w->ops[ops[0]];
   fz_buf b = {0};
-  put_label(&b, op->result);
+  fz_seg_put_label(&b, op->result);
   char *label = fz_buf_take(&b);
-  st = fz_error_at(err, op->loc, FZ_ERR_UNSUPPORTED,
-                   "fusion @%s: no scheduler accepts %s (%s) even as a "
-                   "segment of its own (%s)",
-                   c->parent->name, label ? label : "?",
-                   fz_op_table[op->code].name, why ? why : "no reasons");
+  if (num_ops == 1)
+    st = fz_error_at(err, op->loc, FZ_ERR_UNSUPPORTED,
+                      "fusion @%s: no scheduler accepts %s (%s) even as a "
+                      "segment of its own (%s)",
+                      c->parent->name, label ? label : "?",
+                      fz_op_table[op->code].name, why ? why : "no reasons");
+  else
+    st = fz_error_at(err, op->loc, FZ_ERR_UNSUPPORTED,
+                      "fusion @%s: no scheduler accepts the %d ops from %s "
+                      "(%s) on, nor any run of them (%s)",
+                      c->parent->name, num_ops, label ? label : "?",
+                      fz_op_table[op->code].name, why ? why : "no reasons");
   free(label);
   free(why);
   return st;
 }
 
-/* Moves the final groups into s, numbering the intermediates. */
-static fz_status build_segments(ctx *c, fz_segmentation *s, fz_error *err) {
-  int *order = xcalloc((size_t)c->n, sizeof *order);
+/* Moves the final groups (in execution order) into s, numbering the
+ * intermediates. */
+static fz_status build_segments(fz_seg_ctx *c, const int *ops,
+                                const int *start, int count,
+                                fz_segmentation *s, fz_error *err) {
   int *im_index = xcalloc((size_t)c->nv, sizeof *im_index);
-  unsigned char *set = xcalloc((size_t)c->n, 1);
-  s->segments = xcalloc((size_t)c->n, sizeof *s->segments);
+  s->segments = xcalloc((size_t)count, sizeof *s->segments);
   s->intermediates = xcalloc((size_t)c->nv, sizeof *s->intermediates);
   fz_status st = FZ_OK;
-  int count = order && im_index && set ? order_groups(c, order) : -1;
-  if (count < 0 || !s->segments || !s->intermediates) {
-    st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-    goto done;
+  if (!im_index || !s->segments || !s->intermediates) {
+    free(im_index);
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int id = 0; id < c->nv; id++)
     im_index[id] = -1;
   for (int k = 0; k < count && st == FZ_OK; k++) {
-    int g = order[k];
-    group_set(c, g, set);
+    const int *g = ops + start[k];
+    int size = start[k + 1] - start[k];
     char name[256];
     snprintf(name, sizeof name, "%.200s_s%d", c->parent->name, k);
-    cand cd;
-    st = build_cand(c, set, name, &cd, NULL, err);
+    fz_seg_cand cd;
+    st = fz_seg_build_cand(c, g, size, name, &cd, NULL, err);
     if (st != FZ_OK)
       break;
     if (!cd.scheduler) {
-      cand_free(&cd);
-      st = unsupported(c, g, err);
+      fz_seg_cand_free(&cd);
+      st = unsupported(c, g, size, err);
       break;
     }
     fz_segment *seg = &s->segments[s->num_segments++];
     *seg = (fz_segment){.fusion = cd.f, .owned = true,
                         .scheduler = cd.scheduler, .inputs = cd.in,
                         .outputs = cd.out};
-    seg->parent_ops = xcalloc((size_t)c->n, sizeof *seg->parent_ops);
+    seg->parent_ops = xcalloc((size_t)size, sizeof *seg->parent_ops);
     cd.f = NULL;
     cd.in = cd.out = NULL;
     if (!seg->parent_ops) {
-      cand_free(&cd);
+      fz_seg_cand_free(&cd);
       st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
       break;
     }
-    for (int i = 0; i < c->parent->num_ops; i++)
-      if (set[i])
-        seg->parent_ops[seg->num_ops++] = i;
+    for (int i = 0; i < size; i++)
+      if (g[i] < c->parent->num_ops) /* W's copies are not parent ops */
+        seg->parent_ops[seg->num_ops++] = g[i];
     for (int j = 0; j < cd.num_outputs; j++) {
       fz_buffer_ref *r = &seg->outputs[j];
       if (r->kind != FZ_BUFFER_INTERMEDIATE)
@@ -998,16 +849,13 @@ static fz_status build_segments(ctx *c, fz_segmentation *s, fz_error *err) {
       FZ_CHECK(im_index[r->index] >= 0); /* written by an earlier segment */
       r->index = im_index[r->index];
     }
-    cand_free(&cd);
+    fz_seg_cand_free(&cd);
   }
-done:
-  free(order);
   free(im_index);
-  free(set);
   return st;
 }
 
-static void ctx_free(ctx *c) {
+static void ctx_free(fz_seg_ctx *c) {
   fz_fusion_destroy(c->w);
   free(c->parent_of);
   free(c->producer);
@@ -1016,14 +864,40 @@ static void ctx_free(ctx *c) {
   free(c->store);
   free(c->desc);
   free(c->bytes);
-  free(c->group);
-  free(c->reach);
-  for (int r = 0; r < c->num_rejected; r++) {
-    free(c->rejected[r].ops);
-    free(c->rejected[r].why);
-  }
-  free(c->rejected);
+  free(c->user_start);
+  free(c->users);
+  free(c->symbol_input);
+  free(c->op_stamp);
+  free(c->value_stamp);
+  free(c->need_stamp);
+  free(c->have_stamp);
+  free(c->map);
   free(c->notes.data);
+}
+
+static fz_status segment(fz_seg_ctx *c, fz_segmentation *s, fz_error *err) {
+  fz_status st = make_w(c, err);
+  if (st == FZ_OK)
+    st = analyse(c, err);
+  int *ops = NULL, *start = NULL, count = 0;
+  if (st == FZ_OK)
+    st = c->n <= FZ_SEG_GREEDY_MAX_OPS
+             ? fz_seg_greedy(c, &ops, &start, &count, err)
+             : fz_seg_pack(c, &ops, &start, &count, err);
+  if (st == FZ_OK)
+    st = build_segments(c, ops, start, count, s, err);
+  free(ops);
+  free(start);
+  if (st != FZ_OK)
+    return st;
+  if (c->more_notes)
+    fz_buf_printf(&c->notes, "... and %d more\n", c->more_notes);
+  if (c->notes.len || c->notes.oom) {
+    s->notes = fz_buf_take(&c->notes);
+    if (!s->notes)
+      return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  return FZ_OK;
 }
 
 fz_status fz_segment_fusion(const fz_problem *problem, fz_segmentation **out,
@@ -1043,24 +917,8 @@ fz_status fz_segment_fusion(const fz_problem *problem, fz_segmentation **out,
   if (whole_scheduler) {
     st = whole(problem, whole_scheduler, s, err);
   } else {
-    ctx c = {.pb = problem, .parent = problem->fusion};
-    st = make_w(&c, err);
-    if (st == FZ_OK)
-      st = analyse(&c, err);
-    if (st == FZ_OK)
-      st = merge_all(&c, err);
-    if (st == FZ_OK)
-      st = build_segments(&c, s, err);
-    if (st == FZ_OK) {
-      if (c.more_notes)
-        fz_buf_printf(&c.notes, "... and %d more\n", c.more_notes);
-      if (c.notes.len || c.notes.oom) {
-        s->notes = fz_buf_take(&c.notes);
-        c.notes = (fz_buf){0};
-        if (!s->notes)
-          st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-      }
-    }
+    fz_seg_ctx c = {.pb = problem, .parent = problem->fusion};
+    st = segment(&c, s, err);
     ctx_free(&c);
   }
   if (st != FZ_OK) {

@@ -63,8 +63,10 @@ typedef struct fz_segmentation {
 
 /* Split problem->fusion into the fewest segments the schedulers accept
  * (greedy merging along producer-consumer edges, largest tensors first,
- * never creating a cycle). FZ_ERR_UNSUPPORTED when even single ops cannot
- * be scheduled. On success *out is owned by the caller. */
+ * never creating a cycle); past FZ_SEG_GREEDY_MAX_OPS ops, into the
+ * longest runs of consecutive ops they accept (segment.c). FZ_ERR_UNSUPPORTED
+ * when even single ops cannot be scheduled. On success *out is owned by
+ * the caller. */
 fz_status fz_segment_fusion(const fz_problem *problem,
                             fz_segmentation **out, fz_error *err);
 void fz_segmentation_destroy(fz_segmentation *segmentation);

@@ -49,9 +49,8 @@ static fz_status build(const fz_extract *x, fz_fusion *f, fz_value **map,
     FZ_CHECK(x->input_types[i].has_layout || x->input_types[i].rank == 0);
     map[v->id] = fz_add_input(f, v->name, &x->input_types[i]);
   }
-  for (int i = 0; i < p->num_ops; i++) {
-    if (!x->ops[i])
-      continue;
+  for (int j = 0; j < x->num_ops; j++) {
+    int i = x->ops[j];
     const fz_op *op = p->ops[i];
     fz_value *operands[3];
     for (int k = 0; k < op->num_operands; k++) {
@@ -111,8 +110,6 @@ fz_status fz_extract_fusion(const fz_extract *x, fz_fusion **out,
   fz_value **own = map ? NULL : calloc(n + 1, sizeof *own);
   if (!map && !own)
     return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
-  if (map && n)
-    memset(map, 0, n * sizeof *map);
   fz_fusion *f = fz_fusion_create(x->name);
   fz_status st = build(x, f, map ? map : own, err);
   free(own);

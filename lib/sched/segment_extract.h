@@ -5,8 +5,8 @@
 
 #include "fz/ir.h"
 
-/* What to build: the ops of `parent` flagged in `ops` (in the parent's SSA
- * order), reading `inputs` (parent values, each an input of the parent or
+/* What to build: the ops of `parent` listed in `ops` (indices, ascending:
+ * the parent's SSA order), reading `inputs` (parent values, each an input of the parent or
  * the result of an op not copied; typed input_types[i], which must have a
  * layout) and returning `outputs` (parent values available in the new
  * fusion). output_layouts may be NULL; where output_layouts[i] is non-NULL
@@ -15,7 +15,8 @@
 typedef struct fz_extract {
   const fz_fusion *parent;
   const char *name;
-  const bool *ops; /* parent->num_ops flags */
+  const int *ops;
+  int num_ops;
   int num_inputs;
   const fz_value *const *inputs;
   const fz_type *input_types;
@@ -27,9 +28,12 @@ typedef struct fz_extract {
 /* A new fusion with the parent's symbols at the same indices, value names
  * kept, literals copied, ops rebuilt through the builder with their
  * attributes and declared result layouts, verified. map (may be NULL; else
- * parent->next_value_id entries) receives, per parent value id, its copy
- * or NULL. FZ_ERR_INTERNAL when the copy does not build or verify (a bug
- * in the caller's choice of inputs). */
+ * parent->next_value_id entries, all NULL on entry) receives, per parent
+ * input and copied op result, its copy; a caller that extracts many
+ * fusions from one parent passes the same map and clears those entries
+ * after each, so that an extraction costs the size of what it copies.
+ * FZ_ERR_INTERNAL when the copy does not build or verify (a bug in the
+ * caller's choice of inputs). */
 fz_status fz_extract_fusion(const fz_extract *x, fz_fusion **out,
                             fz_value **map, fz_error *err);
 

@@ -536,6 +536,110 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* ---- fusions past the greedy search (segment_pack.c) ------------------- */
+
+/* `steps` normalizations, alternately of the rows and the columns of x,
+ * and after every 50th step its square as an output: over 512 ops, so the
+ * fusion is cut into runs of consecutive ops. */
+static fz_fusion *normalizations(int steps) {
+  fz_buf b = {0};
+  fz_buf_puts(&b, "fusion @norms(%v0: f32[N, M]) {\n");
+  for (int i = 0; i < steps; i++) {
+    int axis = i % 2, other = 1 - axis;
+    const char *kept = axis ? "N" : "M";
+    fz_buf_printf(&b, "  %%s%d = sum %%v%d dims(%d) : f32[%s]\n", i, i, axis,
+                  kept);
+    fz_buf_printf(&b, "  %%b%d = broadcast %%s%d dims(%d) : f32[%s]\n", i, i,
+                  axis, axis ? "N, b1" : "b1, M");
+    fz_buf_printf(&b, "  %%e%d = expand %%b%d : f32[%s]\n", i, i,
+                  axis ? "N, b1->M" : "b1->N, M");
+    fz_buf_printf(&b, "  %%v%d = sub %%v%d, %%e%d : f32[N, M]\n", i + 1, i, i);
+    if ((i + 1) % 50 == 0)
+      fz_buf_printf(&b, "  %%q%d = mul %%v%d, %%v%d : f32[N, M]\n", i + 1,
+                    i + 1, i + 1);
+    (void)other;
+  }
+  fz_buf_printf(&b, "  return %%v%d", steps);
+  for (int i = 50; i <= steps; i += 50)
+    fz_buf_printf(&b, ", %%q%d", i);
+  fz_buf_puts(&b, "\n}\n");
+  char *text = fz_buf_take(&b);
+  ck_assert_ptr_nonnull(text);
+  fz_fusion *f = test_parse(text);
+  free(text);
+  return f;
+}
+
+/* Rows too long for one kernel: runs of ops split at the reductions, and
+ * running them computes the fusion. */
+START_TEST(test_runs_of_normalizations) {
+  fz_fusion *f = normalizations(150);
+  ck_assert_int_gt(f->num_ops, 512);
+  int64_t big[2] = {64, 1 << 20}, small[2] = {5, 9};
+  outcome r = segment_and_check(f, big, small, 21, "norms");
+  ck_assert_msg(r.status == FZ_OK, "%s", r.message);
+  ck_assert_int_gt(r.segments, 1);
+  ck_assert_ptr_nonnull(strstr(
+      r.printed, "  rejected: greedy merging: 603 ops are more than it "
+                 "searches (512); runs of consecutive ops instead\n"));
+  ck_assert_ptr_nonnull(strstr(r.printed, "  rejected: run from %s0 through "));
+  free(r.printed);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+/* Past the greedy search too, outputs that need a copy of their own (an
+ * input returned, an output returned twice) get one, named apart from
+ * every value. */
+START_TEST(test_runs_with_copies) {
+  fz_buf b = {0};
+  fz_buf_puts(&b, "fusion @copies(%x: f32[N], %x.copy0: f32[N]) {\n");
+  for (int i = 0; i < 600; i++)
+    fz_buf_printf(&b, "  %%o%d = mul %%x, %d.0 : f32[N]\n", i, i + 1);
+  fz_buf_puts(&b, "  return %x");
+  for (int i = 0; i < 600; i++)
+    fz_buf_printf(&b, ", %%o%d", i);
+  fz_buf_puts(&b, ", %o7, %x.copy0\n}\n");
+  char *text = fz_buf_take(&b);
+  ck_assert_ptr_nonnull(text);
+  fz_fusion *f = test_parse(text);
+  free(text);
+  int64_t n[1] = {6};
+  outcome r = segment_and_check(f, n, n, 22, "copies");
+  ck_assert_msg(r.status == FZ_OK, "%s", r.message);
+  ck_assert_int_eq(r.segments, 4);
+  ck_assert_ptr_nonnull(strstr(r.printed, "%x.copy1 (output 0)"));
+  ck_assert_ptr_nonnull(strstr(r.printed, "%o7.copy601 (output 601)"));
+  ck_assert_ptr_nonnull(strstr(r.printed, "%x.copy0.copy602 (output 602)"));
+  free(r.printed);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+/* An op no run containing it is accepted for is an error naming it. */
+START_TEST(test_runs_unsupported) {
+  fz_buf b = {0};
+  fz_buf_puts(&b, "fusion @bad(%x: f32[6, 4] layout(1, 0), %y: f32[N]) {\n"
+                  "  %c0 = neg %y : f32[N]\n");
+  for (int i = 1; i < 520; i++)
+    fz_buf_printf(&b, "  %%c%d = neg %%c%d : f32[N]\n", i, i - 1);
+  fz_buf_puts(&b, "  %r = reshape %x : f32[4, 6]\n"
+                  "  %s = sum %r dims(1) : f32[4]\n"
+                  "  return %c519, %s\n}\n");
+  char *text = fz_buf_take(&b);
+  ck_assert_ptr_nonnull(text);
+  fz_fusion *f = test_parse(text);
+  free(text);
+  int64_t n[1] = {8};
+  outcome r = segment_and_check(f, n, n, 23, "bad runs");
+  ck_assert_int_eq(r.status, FZ_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(
+      r.message, "no scheduler accepts %r (reshape), alone or with the 1 ops "
+                 "after it (transpose: "));
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("segment");
   TCase *t = tcase_create("segment");
@@ -546,6 +650,9 @@ static Suite *make(void) {
   tcase_add_test(t, test_einsum_example);
   tcase_add_test(t, test_errors);
   tcase_add_test(t, test_random_fusions);
+  tcase_add_test(t, test_runs_of_normalizations);
+  tcase_add_test(t, test_runs_with_copies);
+  tcase_add_test(t, test_runs_unsupported);
   suite_add_tcase(s, t);
   return s;
 }

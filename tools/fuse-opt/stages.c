@@ -58,8 +58,9 @@ typedef struct stage_problem {
   fz_plan *plan;
 } stage_problem;
 
-static fz_status schedule(fz_fusion *f, const fo_options *o, FILE *out,
-                          stage_problem *sp, fz_error *err) {
+/* The made-up problem, without scheduling it. */
+static fz_status make_problem(fz_fusion *f, const fo_options *o, FILE *out,
+                              stage_problem *sp, fz_error *err) {
   sp->arena = fz_arena_create();
   fz_status st = fo_bind_symbols(f, o, out, &sp->symbols, err);
   if (st)
@@ -75,6 +76,14 @@ static fz_status schedule(fz_fusion *f, const fo_options *o, FILE *out,
   sp->problem = (fz_problem){.fusion = f, .inputs = in, .outputs = outs,
                              .symbols = sp->symbols,
                              .device = fz_device_info_default(o->sm)};
+  return FZ_OK;
+}
+
+static fz_status schedule(fz_fusion *f, const fo_options *o, FILE *out,
+                          stage_problem *sp, fz_error *err) {
+  fz_status st = make_problem(f, o, out, sp, err);
+  if (st != FZ_OK)
+    return st;
   return fz_schedule(&sp->problem, sp->arena, &sp->plan, err);
 }
 
@@ -132,8 +141,8 @@ static fz_status segment_kernels(const stage_problem *sp,
 fz_status fo_emit_segments(fz_fusion *f, const fo_options *o, FILE *out,
                            fz_error *err) {
   stage_problem sp = {0};
-  fz_status st = schedule(f, o, out, &sp, err);
-  if (!sp.problem.fusion) { /* no problem to segment or explain */
+  fz_status st = make_problem(f, o, out, &sp, err);
+  if (st != FZ_OK) {
     release(&sp);
     return st;
   }
