@@ -164,7 +164,9 @@ int fz_remove_dead_ops(fz_fusion *f) {
   }
   free(needed);
   int removed = kept;
-  memmove(f->ops, f->ops + kept, sizeof *f->ops * (size_t)(f->num_ops - kept));
+  if (removed > 0) /* (f->ops is NULL in a fusion without ops) */
+    memmove(f->ops, f->ops + kept,
+            sizeof *f->ops * (size_t)(f->num_ops - kept));
   f->num_ops -= removed;
   return removed;
 }

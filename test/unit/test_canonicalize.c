@@ -312,6 +312,20 @@ START_TEST(test_set_chain) {
 }
 END_TEST
 
+/* A fusion without ops (an input returned as it is): removing dead ops
+ * from it moved zero pointers from NULL, which UBSan reports (found by
+ * fuzz_compile). */
+START_TEST(test_no_ops) {
+  fz_fusion *f = canon("fusion @f(%x: f32[4]) {\n"
+                       "  return %x\n"
+                       "}\n");
+  ck_assert_int_eq(f->num_ops, 0);
+  ck_assert_ptr_eq(f->outputs[0], f->inputs[0]);
+  ck_assert_int_eq(fz_remove_dead_ops(f), 0);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 START_TEST(test_set_relayout_kept) {
   fz_fusion *f = canon("fusion @f(%x: f32[M, N]) {\n"
                        "  %t = set %x : f32[M, N] layout(1, 0)\n"
@@ -788,6 +802,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_broadcast_of_squeeze_iter_axis_kept);
   tcase_add_test(tc, test_seed000_chain);
   tcase_add_test(tc, test_set_chain);
+  tcase_add_test(tc, test_no_ops);
   tcase_add_test(tc, test_set_relayout_kept);
   tcase_add_test(tc, test_permute_chain);
   tcase_add_test(tc, test_permute_identity);
