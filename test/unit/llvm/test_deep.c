@@ -5,7 +5,8 @@
  * evaluate row, full-space and column nodes on demand. These tests lower
  * chains far deeper than any seed without relying on the C stack: a
  * pointwise chain through LLVM's O3 and NVPTX into PTX, and a persistent
- * plan whose every space holds a 100,000-op chain, lowered to LLVM IR.
+ * plan with a 100,000-op chain in its full space and chains in its row
+ * and column spaces, lowered to LLVM IR.
  *
  * The PTX chain is short enough for a few seconds under ASan: beyond our
  * own linear lowering, LLVM's O3 and instruction selection take most of
@@ -15,7 +16,7 @@
 #include "lower_util.h"
 #include "schedule_util.h"
 
-enum { PTX_CHAIN = 3000, LOWER_CHAIN = 30000 };
+enum { PTX_CHAIN = 3000, FULL_CHAIN = 100000, SIDE_CHAIN = 1000 };
 
 /* check records every passing ck_assert; per op, only failures count */
 static fz_value *ok(fz_value *v, const fz_error *err) {
@@ -72,16 +73,17 @@ END_TEST
 
 /* Row sums of a chain, a chain on the sums used back in the rows, column
  * sums of the result and a chain on those: an inner-outer persistent plan
- * with a chain in each of its spaces (full, row, column). */
+ * with a chain in each of its spaces (full, row, column). The full-space
+ * one is long enough to overflow the stack of a recursive evaluation. */
 START_TEST(test_persistent_chains_lower) {
   fz_fusion *f = fz_fusion_create("deep");
   fz_type t = type_of(f, 2);
   fz_error err = {0};
-  fz_value *v = chain(f, fz_add_input(f, "x", &t), LOWER_CHAIN);
+  fz_value *v = chain(f, fz_add_input(f, "x", &t), FULL_CHAIN);
   const int rows[] = {1}, cols[] = {0};
   fz_value *r = chain(f, ok(fz_reduce(f, FZ_OP_SUM, v, 1, rows, true, &err),
                             &err),
-                      LOWER_CHAIN);
+                      SIDE_CHAIN);
   fz_type wide = r->type; /* [M, b1->N] */
   wide.axes[1].expanded = true;
   wide.axes[1].expanded_to = v->type.axes[1].extent;
@@ -89,13 +91,13 @@ START_TEST(test_persistent_chains_lower) {
   fz_value *y = ok(fz_binary(f, FZ_OP_SUB, v, e, &err), &err);
   fz_value *c = chain(
       f, ok(fz_reduce(f, FZ_OP_SUM, y, 1, cols, false, &err), &err),
-      LOWER_CHAIN);
+      SIDE_CHAIN);
   ck_assert_int_eq(fz_add_output(f, y, &err), FZ_OK);
   ck_assert_int_eq(fz_add_output(f, c, &err), FZ_OK);
   scheduled s;
   fz_plan *p = schedule_fusion(&s, f, "M=4096,N=64");
   ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
-  ck_assert_int_ge(p->num_nodes, 3 * LOWER_CHAIN);
+  ck_assert_int_ge(p->num_nodes, FULL_CHAIN + 2 * SIDE_CHAIN);
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = NULL;
   bool libdevice = false;
