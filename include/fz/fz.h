@@ -394,14 +394,79 @@ fz_status fz_executor_output_layout(fz_executor *executor,
  * A segmented fusion's kernels are queued one after the other on
  * `stream`; a launch failure part-way leaves earlier kernels queued.
  *
- * Split reductions keep a workspace, and segmented fusions their
- * intermediates, per signature: two runs of one executor on different
- * streams must not overlap in time (order them, or use one executor per
- * stream). */
+ * Scratch memory (split reductions' workspaces, segmented fusions'
+ * intermediates) comes from the executor's allocator (below): by default
+ * one block per signature and stream, kept, so calls on different streams
+ * never share it and may overlap in time.
+ *
+ * CUDA graphs: a call may be captured (cuStreamBeginCapture, or
+ * torch.cuda.graph) once its signature has been seen, and with the
+ * built-in allocator once it has run on the capturing stream, outside
+ * capture: the first call compiles, loads the module and allocates, which
+ * capture forbids; such a call during capture fails with FZ_ERR_ARGUMENT
+ * and a message saying so, and nothing is queued. Outputs left for the
+ * executor to allocate (data == 0) cannot be captured either. With an
+ * allocator set, later calls take their scratch from it in stream order
+ * (PyTorch's caching allocator serves graph capture from the graph's
+ * pool). */
 fz_status fz_executor_run(fz_executor *executor,
                           const fz_device_tensor *inputs, int num_inputs,
                           fz_device_tensor *outputs, int num_outputs,
                           void *stream, fz_error *err);
+
+/* Where an executor's scratch memory comes from. alloc returns device
+ * memory of at least `bytes` bytes, 256-byte aligned, for work queued on
+ * `stream` (a CUstream; NULL for the legacy default stream) after the
+ * call, in *out, and 0 on success (any other value: failure, reported as
+ * FZ_ERR_OUT_OF_MEMORY). free takes it back once the work queued on
+ * `stream` so far is done with it, in stream order, as cudaFreeAsync and
+ * PyTorch's caching allocator do: memory freed on a stream is reused only
+ * by later work on that stream. Called from the thread that runs the
+ * executor, once per call that needs scratch memory, never for a fusion
+ * that needs none. user is passed back unchanged. */
+typedef struct fz_allocator {
+  int (*alloc)(void *user, size_t bytes, void *stream, uint64_t *out);
+  void (*free)(void *user, uint64_t ptr, size_t bytes, void *stream);
+  void *user;
+} fz_allocator;
+
+/* Sets the executor's allocator (copied); NULL returns to the built-in
+ * one, which keeps a block per signature and stream and allocates with
+ * cuMemAlloc. Switching frees the built-in blocks (synchronously, as
+ * cuMemFree does: work using them must be done). FZ_ERR_ARGUMENT for a
+ * NULL executor or an allocator without both functions. */
+fz_status fz_executor_set_allocator(fz_executor *executor,
+                                    const fz_allocator *allocator,
+                                    fz_error *err);
+
+/* The most input signatures the executor keeps (default
+ * FZ_EXECUTOR_DEFAULT_SIGNATURES): a call with a new signature beyond it
+ * evicts the least recently used one, freeing its built-in scratch blocks
+ * (synchronously). Compiled kernels are kept whatever the limit: they are
+ * shared by every signature whose plan has the same structure.
+ * FZ_ERR_ARGUMENT for a NULL executor or a limit below 1. */
+enum { FZ_EXECUTOR_DEFAULT_SIGNATURES = 256 };
+fz_status fz_executor_set_signature_limit(fz_executor *executor,
+                                          int max_signatures, fz_error *err);
+
+/* What an executor has done since its creation. A signature miss is a
+ * call whose sizes, strides and alignments were not seen before: it
+ * segments and schedules (host time in miss_seconds), and compiles only
+ * the kernels whose plan structure is new: lowered and optimised by LLVM
+ * (kernels_compiled) or read from the disk cache (kernels_from_disk). */
+typedef struct fz_executor_stats {
+  int64_t runs;               /* successful fz_executor_run calls */
+  int64_t signature_misses;
+  int64_t kernels_compiled;
+  int64_t kernels_from_disk;
+  int64_t signatures_evicted;
+  int signatures_kept;
+  int kernels_kept;
+  double miss_seconds;        /* host time spent in signature misses */
+} fz_executor_stats;
+/* Fills *out (zeros for a NULL executor). */
+void fz_executor_get_stats(const fz_executor *executor,
+                           fz_executor_stats *out);
 
 /* Text of the plan and PTX the last successful run used (for tools); NULL
  * before the first run. A segmented fusion's texts are those of its

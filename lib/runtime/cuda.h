@@ -93,6 +93,14 @@ typedef enum CUjit_option_enum {
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 } CUjit_option;
 
+/* cuStreamIsCapturing: whether work queued on a stream is being recorded
+ * into a CUDA graph instead of run. */
+typedef enum CUstreamCaptureStatus_enum {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+} CUstreamCaptureStatus;
+
 /* Flags: cuStreamCreate, cuEventCreate. */
 enum {
   CU_STREAM_DEFAULT = 0x0,
@@ -162,6 +170,7 @@ enum {
   X(cuStreamCreate, (CUstream * stream, unsigned int flags))                   \
   X(cuStreamDestroy_v2, (CUstream stream))                                     \
   X(cuStreamSynchronize, (CUstream stream))                                    \
+  X(cuStreamIsCapturing, (CUstream stream, CUstreamCaptureStatus * status))    \
   X(cuEventCreate, (CUevent * event, unsigned int flags))                      \
   X(cuEventRecord, (CUevent event, CUstream stream))                           \
   X(cuEventSynchronize, (CUevent event))                                       \

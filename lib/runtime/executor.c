@@ -12,8 +12,14 @@
  * strides and pointer alignment classes of every tensor) -> on a miss,
  * segment, schedule each segment, find or compile each kernel by the
  * plan's structural key, and remember it all (executor_prepare.c) ->
- * launch the segments' kernels in order on the caller's stream, with the
- * signature's precomputed parameters.
+ * take the call's scratch memory (scratch.c) -> launch the segments'
+ * kernels in order on the caller's stream, with the signature's
+ * precomputed parameters.
+ *
+ * Signatures are kept up to a limit, the least recently used evicted
+ * beyond it, so that a job whose shapes keep changing holds a bounded
+ * amount of host and device memory. A miss is refused while the stream
+ * is being captured into a CUDA graph: it compiles and may allocate.
  *
  * Two caches, because two different things repeat: the same shapes call
  * after call (signature cache: a hit costs a short compare), and different
@@ -27,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
                              fz_executor **out, fz_error *err) {
@@ -55,6 +62,7 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
   ex->device = device;
   ex->arena = arena;
   ex->opt_level = 3;
+  ex->max_signatures = FZ_EXECUTOR_DEFAULT_SIGNATURES;
   *out = ex;
   return FZ_OK;
 }
@@ -70,6 +78,41 @@ void fz_executor_destroy(fz_executor *ex) {
   }
   fz_fusion_destroy(ex->fusion);
   fz_arena_destroy(ex->arena);
+}
+
+fz_status fz_executor_set_allocator(fz_executor *ex, const fz_allocator *a,
+                                    fz_error *err) {
+  if (!ex)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_executor_set_allocator: the executor is NULL");
+  if (a && (!a->alloc || !a->free))
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_executor_set_allocator: the allocator needs both "
+                        "alloc and free");
+  for (int i = 0; i < ex->num_signatures; i++)
+    fz_scratch_free_blocks(ex, ex->signatures[i]);
+  ex->has_allocator = a != NULL;
+  ex->allocator = a ? *a : (fz_allocator){0};
+  return FZ_OK;
+}
+
+fz_status fz_executor_set_signature_limit(fz_executor *ex, int max_signatures,
+                                          fz_error *err) {
+  if (!ex || max_signatures < 1)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "fz_executor_set_signature_limit: %s",
+                        !ex ? "the executor is NULL"
+                            : "the limit must be at least 1");
+  ex->max_signatures = max_signatures;
+  return FZ_OK;
+}
+
+void fz_executor_get_stats(const fz_executor *ex, fz_executor_stats *out) {
+  *out = ex ? ex->stats : (fz_executor_stats){0};
+  if (ex) {
+    out->signatures_kept = ex->num_signatures;
+    out->kernels_kept = ex->num_kernels;
+  }
 }
 
 const char *fz_executor_last_plan(const fz_executor *ex) {
@@ -248,26 +291,84 @@ static int signature(const fz_executor *ex, const fz_device_tensor *in,
   return n;
 }
 
+static signature_entry *find_signature(const fz_executor *ex,
+                                       const int64_t *sig, int sig_len) {
+  for (int i = 0; i < ex->num_signatures; i++) {
+    signature_entry *c = ex->signatures[i];
+    if (c->sig_len == sig_len &&
+        memcmp(c->sig, sig, sizeof(int64_t) * (size_t)sig_len) == 0)
+      return c;
+  }
+  return NULL;
+}
+
+/* Beyond the limit, the least recently used entry other than `keep` goes
+ * (with its built-in scratch blocks). */
+static void evict(fz_executor *ex, const signature_entry *keep) {
+  while (ex->num_signatures > ex->max_signatures) {
+    int victim = -1;
+    for (int i = 0; i < ex->num_signatures; i++)
+      if (ex->signatures[i] != keep &&
+          (victim < 0 ||
+           ex->signatures[i]->last_used < ex->signatures[victim]->last_used))
+        victim = i;
+    if (victim < 0)
+      return;
+    signature_entry *v = ex->signatures[victim];
+    if (ex->last == v)
+      ex->last = NULL;
+    ex->signatures[victim] = ex->signatures[--ex->num_signatures];
+    fz_executor_signature_free(ex, v);
+    ex->stats.signatures_evicted++;
+  }
+}
+
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A signature miss: refused during graph capture (it compiles, loads
+ * modules and may allocate), timed, and followed by eviction. */
+static fz_status prepare(fz_executor *ex, const fz_device_tensor *in,
+                         const fz_device_tensor *out, const fz_bindings *b,
+                         const int64_t *sig, int sig_len, void *stream,
+                         signature_entry **e, fz_error *err) {
+  fz_status st = fz_stream_check_not_capturing(
+      ex->device, (CUstream)stream, "a call with a new signature", err);
+  if (st != FZ_OK)
+    return st;
+  double start = seconds_now();
+  st = fz_executor_prepare(ex, in, out, b, sig, sig_len, e, err);
+  ex->stats.miss_seconds += seconds_now() - start;
+  ex->stats.signature_misses++;
+  if (st == FZ_OK)
+    evict(ex, *e);
+  return st;
+}
+
 /* ---- launch -------------------------------------------------------------- */
 
 static uint64_t buffer(const signature_entry *e, fz_buffer_ref ref,
-                       const fz_device_tensor *in,
-                       const fz_device_tensor *out) {
+                       const fz_device_tensor *in, const fz_device_tensor *out,
+                       CUdeviceptr scratch) {
   switch (ref.kind) {
   case FZ_BUFFER_INPUT: return in[ref.index].data;
   case FZ_BUFFER_OUTPUT: return out[ref.index].data;
-  case FZ_BUFFER_INTERMEDIATE: return e->intermediates[ref.index];
+  case FZ_BUFFER_INTERMEDIATE:
+    return scratch + e->intermediate_offsets[ref.index];
   }
   FZ_DIE("bad buffer kind %d", (int)ref.kind);
 }
 
 /* One segment launch on `stream`: its pointers from the parent's inputs and
- * outputs or the signature's intermediates, then the precomputed
- * scalars, then the workspace. */
+ * outputs or the call's scratch memory (intermediates), then the
+ * precomputed scalars, then the workspace (scratch memory too). */
 static fz_status launch(const signature_entry *e, const segment_launch *s,
                         const fz_device_tensor *in,
-                        const fz_device_tensor *out, void *stream,
-                        fz_error *err) {
+                        const fz_device_tensor *out, CUdeviceptr scratch,
+                        void *stream, fz_error *err) {
   const fz_plan *plan = s->plan;
   void *params[FZ_MAX_PARAMS]; /* the plan fits (plan.h) */
   uint64_t ptrs[FZ_MAX_PARAMS];
@@ -276,13 +377,14 @@ static fz_status launch(const signature_entry *e, const segment_launch *s,
     ptrs[i] = buffer(e,
                      a->is_output ? s->segment->outputs[a->io]
                                   : s->segment->inputs[a->io],
-                     in, out);
+                     in, out, scratch);
     params[i] = &ptrs[i];
   }
   for (int i = 0; i < s->num_scalars; i++)
     params[plan->num_accesses + i] = &s->scalars[i];
   int np = plan->num_accesses + s->num_scalars;
-  uint64_t ws_ptrs[2] = {s->workspace, s->counters};
+  uint64_t ws_ptrs[2] = {scratch + s->workspace_offset,
+                         scratch + s->counters_offset};
   if (s->has_workspace) {
     params[np++] = &ws_ptrs[0];
     params[np++] = &ws_ptrs[1];
@@ -367,6 +469,11 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
   for (int i = 0; i < num_outputs && st == FZ_OK; i++) {
     if (outputs[i].data != 0)
       continue;
+    if (num_allocated == 0 &&
+        (st = fz_stream_check_not_capturing(
+             ex->device, (CUstream)stream,
+             "an output left for the executor to allocate", err)) != FZ_OK)
+      break;
     int64_t bytes = 0;
     st = fz_size_of(out[i].rank, out[i].sizes, out[i].dtype,
                     fz_value_label(f->outputs[i], label, sizeof label),
@@ -384,25 +491,26 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
   int sig_len = 0;
   if (st == FZ_OK) {
     sig_len = signature(ex, inputs, out, sig);
-    for (int i = 0; i < ex->num_signatures && !e; i++) {
-      signature_entry *c = ex->signatures[i];
-      if (c->sig_len == sig_len &&
-          memcmp(c->sig, sig, sizeof(int64_t) * (size_t)sig_len) == 0)
-        e = c;
-    }
+    e = find_signature(ex, sig, sig_len);
     if (!e)
-      st = fz_executor_prepare(ex, inputs, out, &b, sig, sig_len, &e, err);
+      st = prepare(ex, inputs, out, &b, sig, sig_len, stream, &e, err);
   }
   fz_bindings_free(&b);
 
+  CUdeviceptr scratch = 0;
+  if (st == FZ_OK)
+    st = fz_scratch_acquire(ex, e, (CUstream)stream, &scratch, err);
   for (int k = 0; st == FZ_OK && k < e->num_launches; k++)
     if (!e->launches[k].skip)
-      st = launch(e, &e->launches[k], inputs, out, stream, err);
+      st = launch(e, &e->launches[k], inputs, out, scratch, stream, err);
+  if (e)
+    fz_scratch_release(ex, e, (CUstream)stream, scratch);
   if (st != FZ_OK) {
     for (int i = 0; i < num_allocated; i++)
       fz_device_free(ex->device, out[allocated[i]].data, NULL);
     return st;
   }
+  e->last_used = ++ex->stats.runs;
   ex->last = e;
   for (int i = 0; i < num_allocated; i++)
     outputs[allocated[i]] = out[allocated[i]];

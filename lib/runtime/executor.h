@@ -27,11 +27,11 @@ typedef struct segment_launch {
   int64_t *scalars; /* the plan's i64 parameters, precomputed */
   int num_scalars;
   bool has_workspace; /* the two workspace pointers end the parameters */
-  /* Split reductions and cooperative plans: partials, then counters. The
-   * counters are zeroed once here and reset by the kernel's last block,
-   * so a launch needs no memset. */
-  CUdeviceptr workspace;
-  CUdeviceptr counters;
+  /* Split reductions and cooperative plans: partials and counters, at
+   * these offsets in the call's scratch memory (signature_entry). The
+   * counters start at zero and the kernel's last block resets them. */
+  size_t workspace_bytes, counter_bytes;
+  size_t workspace_offset, counters_offset;
   /* Cooperative plans: the blocks that can all be resident at once, at
    * most the plan's grid_x (kernels read gridDim, not the plan). */
   unsigned cooperative_grid;
@@ -41,9 +41,25 @@ typedef struct segment_launch {
   bool skip;
 } segment_launch;
 
+/* Scratch memory of one signature for one stream, from the built-in
+ * allocator: kept until the signature is evicted, so that a call only
+ * launches. One block per stream, so that calls on two streams never share
+ * a workspace. */
+typedef struct scratch_block {
+  CUstream stream;
+  CUdeviceptr base;
+  struct scratch_block *next;
+} scratch_block;
+
 /* Everything one input signature needs, built once on its first call.
- * Workspaces and intermediates belong to the signature: calls of one
- * executor must not run concurrently on different streams. */
+ *
+ * Scratch memory: what the kernels of a call need besides the caller's
+ * tensors, laid out once per signature in one range of scratch_bytes:
+ * the intermediates between segments (each dense in its layout), the
+ * launches' workspaces, then all their counters, which must be zero when
+ * a kernel starts (bytes [counters_begin, scratch_bytes)). Each offset is
+ * 256-byte aligned (the descriptors promise 16). Where the memory comes
+ * from is the executor's allocator's business (scratch.c). */
 typedef struct signature_entry {
   int64_t *sig;
   int sig_len;
@@ -51,11 +67,12 @@ typedef struct signature_entry {
   fz_segmentation *segmentation;
   int num_launches;
   segment_launch *launches;
-  /* Intermediates: one device allocation, each tensor dense in its
-   * layout at a 256-byte aligned offset. */
-  CUdeviceptr intermediate_block;
-  CUdeviceptr *intermediates; /* segmentation->num_intermediates */
-  char *plan_text;            /* every launch's plan, concatenated (malloc'd) */
+  size_t *intermediate_offsets; /* segmentation->num_intermediates */
+  size_t scratch_bytes;
+  size_t counters_begin;
+  scratch_block *blocks; /* built-in allocator: one per stream (malloc'd) */
+  uint64_t last_used;    /* the executor's run count at its last call */
+  char *plan_text;       /* every launch's plan, concatenated (malloc'd) */
   char *ptx_text; /* their PTX concatenated (malloc'd), or NULL when the
                      one launch's kernel's PTX is used as it is */
 } signature_entry;
@@ -70,6 +87,12 @@ struct fz_executor {
   int num_signatures, cap_signatures;
   const signature_entry *last;
   int opt_level;
+  /* fz_executor_set_allocator: scratch memory from the caller's allocator
+   * per call instead of the built-in blocks. */
+  bool has_allocator;
+  fz_allocator allocator;
+  int max_signatures; /* least recently used ones beyond it are evicted */
+  fz_executor_stats stats;
 };
 
 /* executor_prepare.c: a signature miss. in/out are the call's tensors
@@ -83,5 +106,23 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                               signature_entry **entry, fz_error *err);
 /* Frees what an entry owns (device memory, texts, segmentation, arena). */
 void fz_executor_signature_free(fz_executor *ex, signature_entry *e);
+
+/* scratch.c: a call's scratch memory (signature_entry). acquire gives the
+ * base address for a call on `stream`, its counters zeroed in stream
+ * order: the caller's allocator's memory (fresh each call), or this
+ * stream's built-in block (allocated on the stream's first call). release
+ * hands the caller's allocator its memory back after the launches are
+ * queued (stream-ordered); built-in blocks stay. */
+fz_status fz_scratch_acquire(fz_executor *ex, signature_entry *e,
+                             CUstream stream, CUdeviceptr *base,
+                             fz_error *err);
+void fz_scratch_release(fz_executor *ex, signature_entry *e, CUstream stream,
+                        CUdeviceptr base);
+/* Frees the entry's built-in blocks (synchronously, as cuMemFree does). */
+void fz_scratch_free_blocks(fz_executor *ex, signature_entry *e);
+/* FZ_ERR_ARGUMENT, naming `what`, when `stream` is being captured into a
+ * CUDA graph: what needs compiling or cuMemAlloc must happen before. */
+fz_status fz_stream_check_not_capturing(fz_device *device, CUstream stream,
+                                        const char *what, fz_error *err);
 
 #endif

@@ -18,9 +18,9 @@
  * one unit named after the fusion; kernels found in the kernel cache were
  * dumped when they were compiled.
  *
- * Intermediates share one device allocation per signature, each tensor at
- * a 256-byte aligned offset (the descriptors promise 16), so that an error
- * path or fz_executor_destroy has one pointer to free.
+ * Nothing is allocated here: intermediates, workspaces and counters get
+ * offsets in the signature's scratch layout (executor.h), and each call
+ * takes the memory from the executor's allocator (scratch.c).
  */
 #include "runtime/executor.h"
 
@@ -56,9 +56,7 @@ static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 void fz_executor_signature_free(fz_executor *ex, signature_entry *e) {
   if (!e)
     return;
-  for (int k = 0; k < e->num_launches; k++)
-    fz_device_free(ex->device, e->launches[k].workspace, NULL);
-  fz_device_free(ex->device, e->intermediate_block, NULL);
+  fz_scratch_free_blocks(ex, e);
   free(e->plan_text);
   free(e->ptx_text);
   fz_segmentation_destroy(e->segmentation);
@@ -86,6 +84,10 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
   fz_status st = fz_compile_plan(plan, &opts, &code, err);
   if (st != FZ_OK)
     return st;
+  if (code.from_cache)
+    ex->stats.kernels_from_disk++;
+  else
+    ex->stats.kernels_compiled++;
   fz_module *module = NULL;
   if ((st = fz_module_load(ex->device, code.ptx, plan->kernel_name, &module,
                            err)) != FZ_OK) {
@@ -104,38 +106,57 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
   return FZ_OK;
 }
 
-/* The intermediates' descriptors and their one allocation. */
-static fz_status allocate_intermediates(fz_executor *ex, signature_entry *e,
-                                        const int64_t *symbols,
-                                        fz_tensor_desc **descs, fz_error *err) {
+/* Reserves `bytes` at the end of the scratch layout, 256-byte aligned. */
+static fz_status reserve(signature_entry *e, size_t bytes, const char *name,
+                         size_t *offset, fz_error *err) {
+  *offset = e->scratch_bytes;
+  if (__builtin_add_overflow(e->scratch_bytes, round_up(bytes, 256),
+                             &e->scratch_bytes))
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
+                        "the scratch memory of @%s needs more than %zu bytes",
+                        name, SIZE_MAX);
+  return FZ_OK;
+}
+
+/* The intermediates' descriptors and their places in the scratch layout. */
+static fz_status layout_intermediates(fz_executor *ex, signature_entry *e,
+                                      const int64_t *symbols,
+                                      fz_tensor_desc **descs, fz_error *err) {
   const fz_segmentation *s = e->segmentation;
   int n = s->num_intermediates;
   *descs = fz_arena_alloc(e->arena, sizeof **descs * (size_t)(n + 1));
-  e->intermediates =
-      fz_arena_alloc(e->arena, sizeof(CUdeviceptr) * (size_t)(n + 1));
-  size_t *offsets = fz_arena_alloc(e->arena, sizeof(size_t) * (size_t)(n + 1));
-  size_t total = 0;
+  e->intermediate_offsets =
+      fz_arena_alloc(e->arena, sizeof(size_t) * (size_t)(n + 1));
   for (int i = 0; i < n; i++) {
     const fz_tensor_desc *d = &(*descs)[i];
     fz_intermediate_desc(&s->intermediates[i], symbols, &(*descs)[i]);
-    offsets[i] = total;
     int64_t bytes = 0;
     fz_status st = fz_size_of(d->rank, d->sizes, d->dtype, "intermediate",
                               FZ_ERR_OUT_OF_MEMORY, NULL, &bytes, err);
+    if (st == FZ_OK)
+      st = reserve(e, (size_t)bytes, ex->fusion->name,
+                   &e->intermediate_offsets[i], err);
     if (st != FZ_OK)
       return st;
-    if (__builtin_add_overflow(total, round_up((size_t)bytes, 256), &total))
-      return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
-                          "the intermediates of @%s need more than %zu bytes",
-                          ex->fusion->name, SIZE_MAX);
   }
-  fz_status st =
-      fz_device_alloc(ex->device, total, &e->intermediate_block, err);
-  if (st != FZ_OK)
-    return st;
-  for (int i = 0; i < n; i++)
-    e->intermediates[i] = e->intermediate_block + offsets[i];
   return FZ_OK;
+}
+
+/* Workspaces after the intermediates, then every counter: one range to
+ * zero when scratch memory is fresh. */
+static fz_status layout_workspaces(fz_executor *ex, signature_entry *e,
+                                   fz_error *err) {
+  fz_status st = FZ_OK;
+  for (int k = 0; k < e->num_launches && st == FZ_OK; k++)
+    if (e->launches[k].workspace_bytes)
+      st = reserve(e, e->launches[k].workspace_bytes, ex->fusion->name,
+                   &e->launches[k].workspace_offset, err);
+  e->counters_begin = e->scratch_bytes;
+  for (int k = 0; k < e->num_launches && st == FZ_OK; k++)
+    if (e->launches[k].counter_bytes)
+      st = reserve(e, e->launches[k].counter_bytes, ex->fusion->name,
+                   &e->launches[k].counters_offset, err);
+  return st;
 }
 
 static bool step_outputs_empty(const fz_segment *seg, const fz_problem *pb) {
@@ -176,18 +197,8 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
                                    err)) != FZ_OK)
     return st;
 
-  size_t ws = fz_plan_workspace_bytes(plan);
-  size_t cb = fz_plan_counter_bytes(plan);
-  if (ws + cb > 0) {
-    size_t ws_aligned = round_up(ws, 256);
-    if ((st = fz_device_alloc(ex->device, ws_aligned + cb, &s->workspace,
-                              err)) != FZ_OK)
-      return st;
-    if ((st = fz_device_memset8(ex->device, s->workspace + ws_aligned, 0, cb,
-                                err)) != FZ_OK)
-      return st;
-    s->counters = s->workspace + ws_aligned;
-  }
+  s->workspace_bytes = fz_plan_workspace_bytes(plan);
+  s->counter_bytes = fz_plan_counter_bytes(plan);
   const fz_device_props *props = fz_device_get_props(ex->device);
   unsigned grid[3], block[3];
   fz_plan_launch_shape(plan, grid, block);
@@ -295,7 +306,7 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
     if (st == FZ_OK)
       fz_dump_segments(&dump, e->segmentation);
     if (st == FZ_OK)
-      st = allocate_intermediates(ex, e, b->values, &intermediate_descs, err);
+      st = layout_intermediates(ex, e, b->values, &intermediate_descs, err);
   }
   if (st == FZ_OK && e->segmentation) {
     int n = e->segmentation->num_segments;
@@ -303,9 +314,11 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
         fz_arena_alloc(arena, sizeof *e->launches * (size_t)(n + 1));
     for (int k = 0; k < n && st == FZ_OK; k++) {
       st = prepare_launch(ex, e, k, &problem, intermediate_descs, &dump, err);
-      e->num_launches = k + 1; /* its workspace, if any, is freed with e */
+      e->num_launches = k + 1;
     }
   }
+  if (st == FZ_OK)
+    st = layout_workspaces(ex, e, err);
   if (st == FZ_OK)
     st = texts(e, err);
   if (st != FZ_OK) {
