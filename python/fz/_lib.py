@@ -56,6 +56,30 @@ class DeviceTensor(ctypes.Structure):
     ]
 
 
+# fz_allocator (fz.h): alloc(user, bytes, stream, out) -> int, free(user,
+# ptr, bytes, stream).
+ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                            ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64))
+FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64,
+                           ctypes.c_size_t, ctypes.c_void_p)
+
+
+class Allocator(ctypes.Structure):
+    _fields_ = [("alloc", ALLOC_FN), ("free", FREE_FN),
+                ("user", ctypes.c_void_p)]
+
+
+class ExecutorStats(ctypes.Structure):
+    _fields_ = [("runs", ctypes.c_int64),
+                ("signature_misses", ctypes.c_int64),
+                ("kernels_compiled", ctypes.c_int64),
+                ("kernels_from_disk", ctypes.c_int64),
+                ("signatures_evicted", ctypes.c_int64),
+                ("signatures_kept", ctypes.c_int),
+                ("kernels_kept", ctypes.c_int),
+                ("miss_seconds", ctypes.c_double)]
+
+
 class FzError(RuntimeError):
     """A call into libfz failed: .status is the fz_status name (e.g.
     "FZ_ERR_INVALID"), the message is libfz's own."""
@@ -130,6 +154,9 @@ PROTOTYPES = {
     "fz_executor_destroy": (None, [_P]),
     "fz_executor_output_layout": (_I, [_P, _PT, _I, _I, _PT, _E]),
     "fz_executor_run": (_I, [_P, _PT, _I, _PT, _I, _P, _E]),
+    "fz_executor_set_allocator": (_I, [_P, ctypes.POINTER(Allocator), _E]),
+    "fz_executor_set_signature_limit": (_I, [_P, _I, _E]),
+    "fz_executor_get_stats": (None, [_P, ctypes.POINTER(ExecutorStats)]),
     "fz_executor_last_plan": (_S, [_P]),
     "fz_executor_last_ptx": (_S, [_P]),
 }

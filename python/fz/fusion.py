@@ -39,7 +39,7 @@ which is then rebuilt for each distinct value.
 import ctypes
 import threading
 
-from . import _lib
+from . import _lib, _memory
 from .ops import Ops, Tensor, _Build, _NeedStatic, _torch_dtype, dtype_name
 
 # ---- devices -----------------------------------------------------------------
@@ -458,6 +458,12 @@ class FusionDefinition:
                                       ctypes.byref(ex), ctypes.byref(err)):
                 lib.fz_fusion_destroy(fusion)
                 _lib.raise_error(err, "fusion %s" % self.name)
+            try:
+                _memory.use_torch_allocator(ex, dev.index)
+            except Exception:
+                lib.fz_executor_destroy(ex)
+                lib.fz_fusion_destroy(fusion)
+                raise
             built = _Built(fusion, ex, deps, text)
             self._deps[key1] = deps
             self._built[(key1, tuple(sizes[d] for d in deps))] = built
@@ -497,6 +503,18 @@ class FusionDefinition:
         """The fusion the last execute ran, in fz's text format (after
         canonicalize and alloc-order), or None before the first run."""
         return self._last.text if self._last else None
+
+    def stats(self):
+        """What this definition's executors have done, summed: runs,
+        signature_misses (calls with new sizes or strides), kernels_compiled
+        (LLVM work), kernels_from_disk (PTX from the disk cache),
+        signatures_evicted, signatures_kept, kernels_kept, miss_seconds
+        (host time in signature misses). See fz_executor_get_stats."""
+        total = {}
+        for b in list(self._built.values()):
+            for k, v in _memory.stats(b.executor).items():
+                total[k] = total.get(k, 0) + v
+        return total
 
     def last_plan(self):
         """The kernel plan of the last run (fz_executor_last_plan)."""

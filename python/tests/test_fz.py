@@ -156,6 +156,72 @@ def test_output_layout_and_scalar():
     close(y2, x * -3.0, 0, 0, "x * alpha, second call")
 
 
+def _full_sum():
+    """A sum long enough to be split across blocks: its kernel takes a
+    workspace and counters, fz's scratch memory."""
+    with fz.FusionDefinition("full_sum") as fd:
+        x = fd.define_tensor(shape=[-1], dtype=torch.float32)
+        fd.add_output(fd.ops.sum(x, dims=[0]))
+    return fd
+
+
+def test_scratch_memory_from_torch():
+    fd = _full_sum()
+    x = rand(1 << 24)
+    before = torch.cuda.memory_stats(DEV)["allocation.all.allocated"]
+    (s,) = fd.execute([x])
+    after = torch.cuda.memory_stats(DEV)["allocation.all.allocated"]
+    # the output, plus the workspace taken from torch's allocator
+    assert after - before >= 2, "scratch memory did not come from torch " \
+        "(%d allocations)" % (after - before)
+    close(s, x.double().sum().float(), 1e-5 * 64, 1e-3, "full sum")
+    st = fd.stats()
+    assert st["signature_misses"] == 1 and st["runs"] == 1, st
+
+
+def test_two_streams_at_once():
+    fd = _full_sum()
+    xs = [rand(1 << 24) for _ in range(2)]
+    fd.execute([xs[0]])  # warm: compiled once
+    streams = [torch.cuda.Stream(DEV) for _ in range(2)]
+    outs = [[], []]
+    for _ in range(20):
+        for i in range(2):
+            with torch.cuda.stream(streams[i]):
+                outs[i].append(fd.execute([xs[i]])[0])
+    torch.cuda.synchronize()
+    for i in range(2):
+        want = xs[i].double().sum().float()
+        for k, o in enumerate(outs[i]):
+            close(o, want, 1e-5 * 64, 1e-3, "stream %d call %d" % (i, k))
+
+
+def test_cuda_graph_capture_after_warm_up():
+    fd = _full_sum()
+    x = rand(1 << 24)
+    s = torch.cuda.Stream(DEV)
+    with torch.cuda.stream(s):
+        fd.execute([x])  # warm up outside capture: compiles
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        (out,) = fd.execute([x])
+    x.copy_(rand(1 << 24))
+    g.replay()
+    torch.cuda.synchronize()
+    close(out, x.double().sum().float(), 1e-5 * 64, 1e-3, "replayed graph")
+    # a new signature inside capture is refused with a clear error
+    y = rand(1 << 23)
+    g2 = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g2):
+            fd.execute([y])
+    except fz.FzError as e:
+        assert "captured" in e.message, e.message
+    else:
+        raise AssertionError("a first call during capture was accepted")
+
+
 def main():
     print("fz %s from %s, torch %s on %s, seed %d" % (
         fz.version(), fz.lib().path, torch.__version__,
