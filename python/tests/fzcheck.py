@@ -117,7 +117,7 @@ def tolerances(dtype, n=1, scale=1.0):
     return rtol, atol
 
 
-def _magnitude(t):
+def magnitude(t):
     import torch
     if t.numel() == 0 or not t.is_floating_point():
         return 0.0
@@ -155,7 +155,7 @@ def check(actual, expected, what, n=1, scale=None, rtol=None, atol=None,
         raise AssertionError("%s: strides %s, eager %s (shape %s)" % (
             what, actual.stride(), expected.stride(), tuple(expected.shape)))
     if scale is None:
-        scale = _magnitude(expected)
+        scale = magnitude(expected)
     r, a = tolerances(precision or expected.dtype, n, scale)
     r = r if rtol is None else rtol
     a = a if atol is None else atol
