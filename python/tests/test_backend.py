@@ -153,7 +153,7 @@ def test_reductions():
         ("amin 0", lambda x: x.amin(0), 1),
         ("variance -1", lambda x: ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1), 2 * 129),
     ]
-    f = lambda x: tuple(fn(x) for _, fn, _ in specs)  # noqa: E731
+    f = lambda x: tuple([fn(x) for _, fn, _ in specs])  # noqa: E731
     got = flatten(compiled(f)(x))
     want = flatten(f(x))
     scale = float(x.abs().max())  # the terms', not the sums' magnitude
@@ -324,8 +324,7 @@ def test_reduce_overhead():
         got = [o.clone() for o in flatten(cf(x, b))]
         want = flatten(f(x, b))
         for k, (g, w) in enumerate(zip(got, want)):
-            check(g, w, "reduce-overhead call %d output %d" % (i, k), n=1000,
-                  layout=False)
+            check(g, w, "reduce-overhead call %d output %d" % (i, k), n=1000)
 
 
 def test_non_default_stream():

@@ -19,6 +19,8 @@ vocabulary); precision is bf16 for every value under autocast (f32
 gradients of bf16 work included), so bf16 allows rtol 6.4e-2 and atol
 about 0.03 of the largest element. Losses: |fz - eager| <= LOSS_RTOL *
 max(1, |eager|), 1e-4 in f32 and 2e-2 in bf16.
+TF32 is off for matmuls and convolutions (both paths run the same
+ATen kernels on them; TF32 would add noise of 1e-3 to f32 comparisons).
 Dropout: the comparison runs with p = 0 (dropout's random masks differ
 between eager and compiled code); separately a GPT-2 block with p = 0.1
 trains for 3 steps compiled (finite losses and gradients, two forward
@@ -54,6 +56,10 @@ import fz  # noqa: E402,F401  (registers backend="fz")
 import fzmodels  # noqa: E402
 
 DEV = torch.device("cuda", 0)
+# Full f32 matmuls and convolutions: with TF32 a layout difference alone
+# (another cuDNN algorithm) would move f32 results by 1e-3.
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
 SLACK = 4
 LOSS_RTOL = {"f32": 1e-4, "bf16": 2e-2}
 LR = 1e-2

@@ -225,7 +225,10 @@ def _operand_key(v):
     return ("n", type(v).__name__, repr(v))
 
 
-def check_operands(operands, pointwise):
+def check_operands(operands, pointwise, condition=None):
+    """The tensors among operands, and whether all of them are 0-dim;
+    Unsupported for operands fz cannot take. `condition` is the index of
+    an operand that takes no part in type promotion (where's)."""
     tensors = [v for v in operands if isinstance(v, torch.Tensor)]
     if not tensors:
         raise Unsupported("no tensor operand")
@@ -245,14 +248,20 @@ def check_operands(operands, pointwise):
     zero = [t for t in tensors if t.dim() == 0]
     if zero and not pointwise:
         raise Unsupported("0-dim input")
-    ranked = {t.dtype for t in tensors if t.dim() > 0}
-    if zero and ranked and any(t.dtype not in ranked for t in zero):
+    # Lifted to [1], a 0-dim tensor would promote as a ranked one: that
+    # changes nothing where the ranked operands already have its dtype.
+    promoting = [v for i, v in enumerate(operands)
+                 if i != condition and isinstance(v, torch.Tensor)]
+    ranked = {t.dtype for t in promoting if t.dim() > 0}
+    if ranked and any(t.dim() == 0 and t.dtype not in ranked
+                      for t in promoting):
         raise Unsupported("0-dim tensor of another dtype than the others")
     return tensors, len(zero) == len(tensors)
 
 
 def run_fz(entry, operands, call, pointwise, key, cache):
-    tensors, all_zero = check_operands(operands, pointwise)
+    tensors, all_zero = check_operands(
+        operands, pointwise, 0 if entry.kind == "where" else None)
     ckey = (entry.fz, entry.torch, key,
             tuple(_operand_key(v) for v in operands))
     fd = cache.get(ckey)
