@@ -76,6 +76,8 @@ def same(fn, args, what, n=1, scale=None, cfn=None, layout=True,
     assert len(got) == len(want), "%s: %d outputs, eager %d" % (
         what, len(got), len(want))
     ns = n if isinstance(n, (list, tuple)) else [n] * len(want)
+    assert len(ns) == len(want), "%s: %d lengths for %d outputs" % (
+        what, len(ns), len(want))
     for i, (g, w, k) in enumerate(zip(got, want, ns)):
         check(g, w, "%s: output %d" % (what, i), n=k, scale=scale,
               layout=layout, precision=precision)
@@ -105,10 +107,13 @@ def same_grads(fn, inputs, what, n=1, n_grad=None, ctx=None, precision=None):
     want, want_g = run(fn)
     got, got_g = run(cfn)
     ns = n if isinstance(n, (list, tuple)) else [n] * len(want)
+    assert len(ns) == len(want) and len(got_g) == len(want_g), what
     for i, (g, w, k) in enumerate(zip(got, want, ns)):
         check(g, w, "%s: output %d" % (what, i), n=k, precision=precision)
     ng = n_grad or n
     ns = ng if isinstance(ng, (list, tuple)) else [ng] * len(want_g)
+    assert len(ns) == len(want_g), "%s: %d lengths for %d gradients" % (
+        what, len(ns), len(want_g))
     for i, (g, w, k) in enumerate(zip(got_g, want_g, ns)):
         if g is None:
             raise AssertionError("%s: no gradient for input %d" % (what, i))

@@ -433,6 +433,7 @@ def main():
                             print("FAIL " + msg)
                             shown += 1
             rows.append((entry.fz, label, dtypes, counts, reasons))
+            cache.clear()   # frees this OpInfo's compiled kernels
 
     print("\n| fz op | OpInfo | dtypes | passed | failed | unsupported |")
     print("|---|---|---|---|---|---|")
