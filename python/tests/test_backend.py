@@ -26,6 +26,7 @@ prints "SKIPPED: ..." and exits 77. Registered in ctest as
 gpu/python_backend.
 """
 
+import contextlib
 import os
 import sys
 
@@ -88,7 +89,6 @@ def same_grads(fn, inputs, what, n=1, n_grad=None, ctx=None, precision=None):
     """Forward and backward of fn through fz equal eager's: the outputs,
     then the gradient of every input that requires grad, for a loss that
     weighs each output element by a fixed random factor."""
-    import contextlib
     ctx = ctx or contextlib.nullcontext
     cfn = compiled(fn)
     weights = []
