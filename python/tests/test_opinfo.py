@@ -28,7 +28,7 @@ Prints a table per op (passed / failed / unsupported samples), the
 reasons for unsupported samples, and the first failures; exits 1 on any
 failure. Run from the repository root:
     FZ_LIBRARY=build/lib/libfz.so python3 python/tests/test_opinfo.py
-        [--ops exp,add,...] [--reference] [--show N]
+        [--ops exp,add,nn.functional.gelu,...] [--reference] [--show N]
 --reference adds each OpInfo's reference_inputs (more and harder
 samples: extremal values, type promotion). Without torch, CUDA or a GPU
 it prints "SKIPPED: ..." and exits 77. Registered in ctest as
@@ -359,7 +359,8 @@ def load_op_db():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ops", default="", help="fz op names, comma-separated")
+    ap.add_argument("--ops", default="",
+                    help="fz op or OpInfo names, comma-separated")
     ap.add_argument("--reference", action="store_true",
                     help="also each OpInfo's reference_inputs")
     ap.add_argument("--show", type=int, default=3,
@@ -378,7 +379,7 @@ def main():
     rows, absent, no_opinfo = [], [], []
     cache = {}
     for entry in TABLE:
-        if only and entry.fz not in only:
+        if only and entry.fz not in only and entry.torch not in only:
             continue
         if not hasattr(probe, entry.fz):
             absent.append(entry.fz)
@@ -427,8 +428,7 @@ def main():
                     except Exception as e:  # a wrong value or an fz error
                         counts["failed"] += 1
                         msg = "%s: %s: %s" % (what, type(e).__name__,
-                                              str(e).strip().splitlines()[0]
-                                              if str(e).strip() else "")
+                                              " ".join(str(e).split())[:400])
                         if shown < args.show:
                             print("FAIL " + msg)
                             shown += 1
