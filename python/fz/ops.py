@@ -286,7 +286,13 @@ class Ops:
             return b.lib.fz_build_reduction(
                 b.fusion, op.encode(), b.value(x), len(dims), _lib.ints(dims),
                 keepdim, ctypes.byref(b.err))
-        return self._fd._record(ndim, op, build)
+        r = self._fd._record(ndim, op, build)
+        # torch returns `dtype` itself; fz sums and multiplies integers in
+        # i64, whose low bits are what `dtype`'s wrapping arithmetic gives.
+        if dtype is not None and op in ("sum", "prod") and \
+                dtype_name(dtype) in ("i32", "i8", "bool"):
+            r = self.cast(r, dtype)
+        return r
 
     def sum(self, x, dims=None, keepdim=False, dtype=None):
         return self._reduce("sum", x, dims, keepdim, dtype)
