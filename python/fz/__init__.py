@@ -56,8 +56,12 @@ def _register_backend():
             return
     except (ImportError, ValueError):
         return
-    from . import dynamo
-    dynamo.register()
+    try:
+        from . import dynamo
+        dynamo.register()
+    except Exception as e:  # a torch that fails to import: fz still works
+        import warnings
+        warnings.warn("fz: backend=\"fz\" not registered: %s" % e)
 
 
 _register_backend()

@@ -157,10 +157,13 @@ DECOMPOSE = [
     "threshold_backward",
     "hardtanh", "hardtanh_backward", "hardsigmoid", "hardsigmoid_backward",
     "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward",
-    "elu", "elu_backward", "softplus", "softplus_backward", "mish",
-    "mse_loss", "mse_loss_backward", "addcmul", "addcdiv", "lerp",
-    "masked_fill", "square", "sign", "logit",
+    "elu", "elu_backward", "softplus", "softplus_backward",
+    "mse_loss", "mse_loss_backward",
 ]
+
+# pow(x, exponent) that ATen computes without pow (and so exactly), as fz
+# ops: exponent -> the fz op applied to x (mul: x * x).
+POW_SPECIAL = {2: "mul", 0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}
 
 
 def fz_dtype(torch_dtype_name):

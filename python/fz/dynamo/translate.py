@@ -376,6 +376,12 @@ class Translation:
         out = meta_val(node)
         if kind == "unary" or (kind == "bool_only" and what == "logical_not"):
             r = getattr(self.ops, what)(self.operand(node.args[0]))
+        elif name == "aten.pow.Tensor_Scalar" and \
+                out.dtype.is_floating_point and \
+                node.args[1] in tables.POW_SPECIAL:
+            x = self.operand(node.args[0])
+            what = tables.POW_SPECIAL[node.args[1]]
+            r = x * x if what == "mul" else getattr(self.ops, what)(x)
         elif kind in ("binary", "bool_only"):
             a = self.operand(node.args[0])
             b = self.operand(node.args[1])
