@@ -303,6 +303,22 @@ def test_views_only_group_is_refused():
     raise AssertionError("a group of views only was accepted")
 
 
+def test_components_and_cycles():
+    from fz.dynamo.compiler import _components, _creates_cycle
+    g = Graph()
+    x = g.input("x", Fake([4]))
+    a = g.call("aten.exp.default", (x,), Fake([4]))
+    b = g.call("aten.neg.default", (x,), Fake([4]))
+    mm = g.call("aten.mm.default", (a, a), Fake([4]))  # outside any group
+    c = g.call("aten.add.Tensor", (a, mm), Fake([4]))
+    pieces = sorted(_components([a, b]), key=len)
+    assert pieces == [[a], [b]] or pieces == [[b], [a]], pieces
+    assert len(_components([a, c])) == 1   # c uses a directly
+    # a and c in one call: c needs mm, which needs a: a cycle
+    assert _creates_cycle([a, c], [x, mm])
+    assert not _creates_cycle([a], [x])
+
+
 def main():
     assert translate.is_tensor(Fake([1]))
     tests = [(k, v) for k, v in sorted(globals().items())

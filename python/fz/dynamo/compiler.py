@@ -178,6 +178,47 @@ def _group_io(nodes):
     return inputs, outputs
 
 
+def _components(nodes):
+    """The connected pieces of a partition (recent partitioners put every
+    supported node of a graph without cycle hazards into one partition):
+    one fusion each, so that a piece fz refuses leaves the others fused."""
+    members = set(nodes)
+    seen, pieces = set(), []
+    for start in nodes:
+        if start in seen:
+            continue
+        piece, stack = [], [start]
+        seen.add(start)
+        while stack:
+            n = stack.pop()
+            piece.append(n)
+            for m in list(n.all_input_nodes) + list(n.users):
+                if m in members and m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        pieces.append(piece)
+    return pieces
+
+
+def _creates_cycle(nodes, inputs):
+    """Whether replacing the group by one call would close a cycle: an
+    input of the group depends on one of its outputs through nodes
+    outside it."""
+    members = set(nodes)
+    wanted = set(inputs)
+    stack = [u for n in nodes for u in n.users if u not in members]
+    seen = set()
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if x in wanted:
+            return True
+        stack.extend(x.users)
+    return False
+
+
 def _device_index(nodes):
     for n in nodes:
         v = meta_val(n)
@@ -262,13 +303,18 @@ def compile_graph(gm, example_inputs, kind, session):
     position = {n: i for i, n in enumerate(gm.graph.nodes)}
     groups = []
     for p in partitions:
-        nodes = sorted(p.nodes, key=lambda n: position[n])
-        if any(tables.is_compute(op_name(n.target)) for n in nodes):
-            groups.append(nodes)
+        for nodes in _components(p.nodes):
+            nodes.sort(key=lambda n: position[n])
+            if any(tables.is_compute(op_name(n.target)) for n in nodes):
+                groups.append(nodes)
     groups.sort(key=lambda g: position[g[0]])
     rewritten = False
     for nodes in groups:
         inputs, outputs = _group_io(nodes)
+        if _creates_cycle(nodes, inputs):
+            record.rejected.append(([op_name(n.target) for n in nodes],
+                                    "one call would form a cycle with ATen"))
+            continue
         name = session.next_name(kind)
         try:
             translation = Translation(name, nodes, inputs, outputs).build()
