@@ -58,6 +58,8 @@ def hint(size):
         return size
     node = getattr(size, "node", None)
     value = getattr(node, "hint", None) if node is not None else None
+    if callable(value):  # a method in some torch versions
+        value = value()
     if value is None:
         raise Unsupported("size %s has no example value (data-dependent)"
                           % (size,))
@@ -385,9 +387,9 @@ class Translation:
         elif kind in ("binary", "bool_only"):
             a = self.operand(node.args[0])
             b = self.operand(node.args[1])
-            alpha = node.kwargs.get("alpha")
+            alpha = _alpha(node)
             if alpha is not None and alpha != 1:
-                b = self.ops.mul(b, alpha)
+                b = self.ops.mul(b, self.operand(alpha))
             r = getattr(self.ops, what)(a, b)
         else:
             r = getattr(self, "_" + what)(node, out)
@@ -398,9 +400,9 @@ class Translation:
     def _rsub(self, node, out):
         a = self.operand(node.args[0])
         b = self.operand(node.args[1])
-        alpha = node.kwargs.get("alpha")
+        alpha = _alpha(node)
         if alpha is not None and alpha != 1:
-            a = self.ops.mul(a, alpha)
+            a = self.ops.mul(a, self.operand(alpha))
         return self.ops.sub(b, a)
 
     def _where(self, node, out):
@@ -651,6 +653,14 @@ class Translation:
         if hasattr(value, "op"):
             raise Unsupported("fill value computed at run time")
         return self._filled(list(out.shape), value, out)
+
+
+def _alpha(node):
+    """add/sub/rsub's alpha: keyword-only in the .Tensor overloads, the
+    third positional argument in the .Scalar ones."""
+    if "alpha" in node.kwargs:
+        return node.kwargs["alpha"]
+    return node.args[2] if len(node.args) > 2 else None
 
 
 def _is_symbol(size):
