@@ -356,9 +356,10 @@ def decompositions():
     from torch._decomp import get_decompositions
     packets = []
     for name in tables.DECOMPOSE:
-        packet = getattr(torch.ops.aten, name, None)
-        if packet is not None:
-            packets.append(packet)
+        try:
+            packets.append(getattr(torch.ops.aten, name))
+        except (AttributeError, RuntimeError):
+            pass  # an op this torch does not have
     return get_decompositions(packets)
 
 

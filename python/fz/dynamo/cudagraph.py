@@ -3,8 +3,8 @@ inference) is captured as a CUDA graph per input signature and replayed.
 
 The first call of a signature runs the graph as it is (the warm-up: fz
 compiles its kernels and allocates its workspaces there, outside any
-capture), then the graph is captured on a side stream with inputs copied
-into static buffers. Later calls copy their inputs in, replay, and return
+capture), runs it once more on static copies of its inputs on a side
+stream, then captures it on those buffers. Later calls copy their inputs in, replay, and return
 copies of the outputs (a replay overwrites the static outputs, which a
 caller may still hold: saved activations, for one). Signatures with CPU
 tensors, or whose capture fails, keep running uncaptured; at most
@@ -73,6 +73,15 @@ class CudaGraphed:
                 static_in.append(None)
         call_args = [s if s is not None else a for s, a in zip(static_in, args)]
         try:
+            # A warm-up on the static buffers themselves, on a side stream
+            # as torch.cuda.graph asks: fz's executor keys its kernels by
+            # pointer alignment too, and must not compile or allocate
+            # inside the capture.
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self.fn(*call_args)
+            torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
