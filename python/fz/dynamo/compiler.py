@@ -58,7 +58,8 @@ class Session:
     def next_name(self, kind):
         with self.lock:
             self.counter += 1
-            return "fz_%s%d" % (kind[:3], self.counter)
+            short = {"forward": "fwd", "backward": "bwd"}.get(kind, kind[:3])
+            return "fz_%s%d" % (short, self.counter)
 
 
 # ---- the call that replaces a group ------------------------------------------------
@@ -90,14 +91,26 @@ class FusedCall:
         if self.fallback is not None:
             return tuple(self.aten(*args))
         try:
-            outs = self.fd.execute([args[i] for i in self.picks],
-                                   device=self.device_index)
+            outs = self._execute(args)
         except Exception as e:  # fz refused: ATen from now on
             self.fallback = "%s: %s" % (type(e).__name__, e)
             warnings.warn("fz: fusion %s runs as ATen: %s"
                           % (self.name, self.fallback))
             return tuple(self.aten(*args))
         return tuple(_produce(p, outs, args) for p in self.plan)
+
+    def _execute(self, args):
+        """Runs the fusion with the inputs' device as torch's current one:
+        fz makes that device's context current on the thread and leaves it
+        so, which for another device than torch's current one would change
+        where later torch calls allocate; torch.cuda.device restores it."""
+        import torch
+        picked = [args[i] for i in self.picks]
+        index = self.device_index
+        if index is None or torch.cuda.current_device() == index:
+            return self.fd.execute(picked, device=index)
+        with torch.cuda.device(index):
+            return self.fd.execute(picked, device=index)
 
     def schedulers(self):
         return tables.schedulers_of(self.fd.last_plan())
