@@ -273,6 +273,19 @@ def test_dynamic_sizes():
     assert t.fd._static is False, "dynamic sizes stay symbols"
 
 
+def test_symbol_bound_by_a_later_input():
+    s0 = SymInt(Expr("s0", True), 5)
+    g = Graph()
+    y = g.input("y", Fake([1, 8]))
+    x = g.input("x", Fake([s0, 8]))
+    ex = g.call("aten.expand.default", (y, [s0, 8]),
+                Fake([s0, 8], strides=[0, 1]))
+    a = g.call("aten.add.Tensor", (ex, x), Fake([s0, 8]))
+    g.use(a)
+    t, text = build(g, [y, x], [a])
+    assert "b1->s0" in text, text
+
+
 def test_unsupported():
     g = Graph()
     x = g.input("x", Fake([4, 8]))

@@ -221,7 +221,15 @@ class Translation:
         if not self.fz_outputs:
             raise Unsupported("the group computes nothing (views only)")
         needed = self._needed()
+        used = set()
+        for n in needed:
+            used.update(n.all_input_nodes)
         with self.fd:
+            # Tensor inputs first, so that the symbols of their sizes exist
+            # before any op's shape names them.
+            for node in self.inputs:
+                if node in used and is_tensor(meta_val(node)):
+                    self._input(node)
             for node in self.nodes:
                 if node in needed:
                     self.env[node] = self._translate(node)
