@@ -9,6 +9,7 @@ stay ATen calls in the graph.
 
 import heapq
 import operator
+import os
 import threading
 import warnings
 
@@ -72,7 +73,8 @@ class FusedCall:
     returns every output in the group's output order. When fz fails to
     run it (an error the dry build could not foresee, e.g. no scheduler
     takes the fusion), the group runs as ATen from then on and the reason
-    is kept in .fallback."""
+    is kept in .fallback; with FZ_DYNAMO_STRICT=1 the error is raised
+    instead (for tests that must see fz run)."""
 
     def __init__(self, name, translation, aten_module, device_index, text):
         self.__name__ = name
@@ -93,6 +95,8 @@ class FusedCall:
         try:
             outs = self._execute(args)
         except Exception as e:  # fz refused: ATen from now on
+            if os.environ.get("FZ_DYNAMO_STRICT") == "1":
+                raise
             self.fallback = "%s: %s" % (type(e).__name__, e)
             warnings.warn("fz: fusion %s runs as ATen: %s"
                           % (self.name, self.fallback))
