@@ -61,6 +61,14 @@ check_package() { # PACKAGE
         say_missing "LLVM 19's lit (lit.py)" llvm-19-tools ;;
     check) have_static_lib libcheck.a || say_missing "check's static library (libcheck.a)" check ;;
     pkgconf) have_command pkg-config || say_missing "pkg-config" pkgconf ;;
+    # scripts/wheel.sh (ctest unit/wheel) builds the wheel with Debian's
+    # python3 and these, without network.
+    python3-setuptools)
+      [ -f /usr/lib/python3/dist-packages/setuptools/build_meta.py ] ||
+        say_missing "setuptools for /usr/bin/python3" python3-setuptools ;;
+    python3-wheel)
+      [ -f /usr/lib/python3/dist-packages/wheel/bdist_wheel.py ] ||
+        say_missing "wheel for /usr/bin/python3" python3-wheel ;;
     libsubunit-dev)
       have_static_lib libsubunit.a || say_missing "subunit's static library (libsubunit.a)" libsubunit-dev ;;
     zlib1g-dev) have_static_lib libz.a || say_missing "zlib's static library (libz.a)" zlib1g-dev ;;

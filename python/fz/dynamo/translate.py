@@ -1,0 +1,736 @@
+"""One group of ATen nodes (a partition of an AOTAutograd graph) as an fz
+FusionDefinition, and the callable that runs it in the graph's place.
+
+The group's external inputs become fusion inputs (tensors of rank >= 1
+as define_tensor, rank-0 tensors and numbers as define_scalar), each
+node an fd.ops call, and the nodes used outside the group its outputs.
+Extents: a static size is that constant (1: a broadcast axis), a dynamic
+one (a SymInt) the symbol dynamo names it by (s0, s1, ...), shared by
+every axis of that size, or a run-time size of its own when it is an
+expression; shapes that ops are given (view, expand, full) are read from
+each node's meta["val"], which AOTAutograd fills with fake tensors.
+
+Exactness: each node's result is cast to its meta dtype where fz's own
+promotion (PyTorch's, docs/format.md) would give another; outputs are
+allocated in the stride order of their meta strides. An output that is
+a view (view, expand, permute, ...) is not computed by fz: its base is,
+and the view is taken with ATen after the kernel, so it has eager's
+strides. Anything fz cannot express raises Unsupported, and the group
+stays ATen; a fusion that fz refuses when it first runs (no scheduler
+takes it) falls back to ATen at that point, with the reason recorded.
+"""
+
+import ctypes
+import operator
+
+from .. import _lib
+from ..fusion import FusionDefinition
+from ..ops import Size
+from . import tables
+
+
+class Unsupported(Exception):
+    """fz cannot take this node or group; the message says why."""
+
+
+def op_name(target):
+    """"aten.add.Tensor" for an OpOverload; the qualified name of any
+    other callable."""
+    name = str(target)
+    if name.startswith(("aten.", "prims.")):
+        return name
+    return getattr(target, "__name__", name)
+
+
+def meta_val(node):
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def is_tensor(v):
+    import torch
+    return isinstance(v, torch.Tensor)
+
+
+def hint(size):
+    """A size's concrete value: an int, or a backed SymInt's example
+    value (its hint; reading it adds no guard)."""
+    if isinstance(size, int):
+        return size
+    node = getattr(size, "node", None)
+    value = getattr(node, "hint", None) if node is not None else None
+    if callable(value):  # a method in some torch versions
+        value = value()
+    if value is None:
+        raise Unsupported("size %s has no example value (data-dependent)"
+                          % (size,))
+    return int(value)
+
+
+def size_key(size):
+    """Equal keys for sizes dynamo proves equal: ("c", n) for a constant,
+    ("e", expr) for a SymInt."""
+    if isinstance(size, int):
+        return ("c", size)
+    expr = getattr(getattr(size, "node", None), "expr", None)
+    if expr is None:
+        return ("c", int(size))
+    if getattr(expr, "is_Integer", False):
+        return ("c", int(expr))
+    return ("e", str(expr))
+
+
+def is_one(size):
+    return size_key(size) == ("c", 1)
+
+
+def check_tensor_meta(v, what):
+    """Why fz cannot hold this (fake) tensor, or None."""
+    if v.device.type != "cuda":
+        return "%s is on %s" % (what, v.device)
+    if tables.fz_dtype(v.dtype) is None:
+        return "%s has dtype %s" % (what, v.dtype)
+    if v.dim() > tables.MAX_RANK:
+        return "%s has rank %d (fz: at most %d)" % (what, v.dim(),
+                                                     tables.MAX_RANK)
+    for s in v.shape:
+        if size_key(s) == ("c", 0):
+            return "%s is empty" % what
+    if v.layout != __import__("torch").strided:
+        return "%s is not strided" % what
+    return None
+
+
+# ---- checking a node ---------------------------------------------------------
+
+
+def node_support(node):
+    """Why fz cannot take this call_function node, or None when it can."""
+    if node.op != "call_function":
+        return "not a call"
+    if node.target is operator.getitem:
+        src = node.args[0]
+        if not hasattr(src, "op") or op_name(src.target) not in tables.MULTI_OUTPUT:
+            return "getitem of %s" % getattr(src, "name", src)
+        return node_support(src)
+    name = op_name(node.target)
+    kind = tables.kind_of(name)
+    if kind is None:
+        return "fz has no translation of %s" % name
+    out = meta_val(node)
+    outs = out if isinstance(out, (tuple, list)) else [out]
+    for k, v in enumerate(outs):
+        if not is_tensor(v):
+            return "result %d has no tensor meta" % k
+        why = check_tensor_meta(v, "the result")
+        if why:
+            return why
+    for a in node.all_input_nodes:
+        v = meta_val(a)
+        if is_tensor(v):
+            why = check_tensor_meta(v, "operand %s" % a.name)
+            if why:
+                return why
+        elif v is None:
+            return "operand %s has no meta value" % a.name
+    if kind[0] == "bool_only":
+        if any(str(meta_val(a).dtype) != "torch.bool"
+               for a in node.all_input_nodes if is_tensor(meta_val(a))):
+            return "%s on integers is bitwise" % name
+    return _special_support(node, name, kind)
+
+
+def _special_support(node, name, kind):
+    if kind[0] != "special":
+        return None
+    what = kind[1]
+    kw = node.kwargs
+    first = meta_val(node.args[0]) if node.args and hasattr(
+        node.args[0], "meta") else None
+    if what == "to_copy":
+        import torch
+        for k, v in kw.items():
+            if k == "device":
+                if v is not None and first is not None and \
+                        torch.device(v) != first.device:
+                    return "_to_copy moves between devices"
+            elif k == "layout":
+                if v not in (None, torch.strided):
+                    return "_to_copy to layout %s" % (v,)
+            elif k == "pin_memory":
+                if v:
+                    return "_to_copy to pinned memory"
+            elif k not in ("dtype", "memory_format", "non_blocking"):
+                return "_to_copy with %s=%s" % (k, v)
+    if what == "gelu" and kw.get("approximate", "none") not in ("none", "tanh"):
+        return "gelu approximate=%s" % kw.get("approximate")
+    if what in ("sum", "prod", "amax", "amin", "mean", "var", "var_mean"):
+        if first is None or first.dim() == 0:
+            return "%s of a rank-0 tensor" % what
+    if what in ("var", "var_mean"):
+        if first is not None and tables.fz_dtype(first.dtype) not in (
+                "f64", "f32", "f16", "bf16"):
+            return "%s of integers" % what
+    if what in ("full", "full_like"):
+        v = meta_val(node)
+        if kw.get("device") is not None and \
+                __import__("torch").device(kw["device"]) != v.device:
+            return "%s on another device" % what
+        if kw.get("layout") not in (None,) and str(kw.get("layout")) != "torch.strided":
+            return "%s with layout %s" % (what, kw.get("layout"))
+    return None
+
+
+# ---- building -----------------------------------------------------------------
+
+
+class _Input:
+    """A fusion input: which argument of the group it is and how it is
+    passed (a tensor, or a number for a rank-0 value)."""
+
+    def __init__(self, index, handle):
+        self.index = index
+        self.handle = handle
+
+
+class Translation:
+    """Builds the FusionDefinition of one group of nodes (in graph order),
+    whose external inputs are `inputs` (the group's arguments, in order)
+    and whose nodes in `outputs` are used outside it."""
+
+    def __init__(self, name, nodes, inputs, outputs):
+        self.name = name
+        self.nodes = nodes
+        self.inputs = inputs
+        self.outputs = outputs
+        self.members = set(nodes)
+        self.arg_index = {n: i for i, n in enumerate(inputs)}
+        self.fd = FusionDefinition(name)
+        self.ops = self.fd.ops
+        self.env = {}             # node -> fz Tensor (or tuple of them)
+        self.fz_inputs = []       # _Input, in definition order
+        self.symbols = set()      # symbol names bound by tensor inputs
+        self.axes = {}            # size key -> Size of an input axis
+        self.out_plan = []        # per output: ("fz", k) or ("view", ...)
+        self.fz_outputs = []      # nodes fz computes as outputs
+        self.translated = []      # nodes fz computes, in order
+
+    # -- entry point
+
+    def build(self):
+        plans = [self._plan_output(n) for n in self.outputs]
+        if not self.fz_outputs:
+            raise Unsupported("the group computes nothing (views only)")
+        needed = self._needed()
+        used = set()
+        for n in needed:
+            used.update(n.all_input_nodes)
+        with self.fd:
+            # Tensor inputs first, so that the symbols of their sizes exist
+            # before any op's shape names them.
+            for node in self.inputs:
+                if node in used and is_tensor(meta_val(node)):
+                    self._input(node)
+            for node in self.nodes:
+                if node in needed:
+                    self.env[node] = self._translate(node)
+                    self.translated.append(node)
+            for node in self.fz_outputs:
+                v = meta_val(node)
+                order = tables.stride_order([hint(s) for s in v.shape],
+                                            [hint(s) for s in v.stride()])
+                if order is None:
+                    raise Unsupported("output %s has strides %s that no "
+                                      "dense layout has" % (node.name,
+                                                            tuple(v.stride())))
+                self.fd.add_output(self.env[node], stride_order=order)
+        self.out_plan = plans
+        return self
+
+    # -- outputs
+
+    def _plan_output(self, node):
+        """How an output is produced: ("fz", k): fz output k;
+        ("view", base plan, chain): ATen view ops on a base, itself an
+        fz output or a group input ("arg", i)."""
+        chain = []
+        n = node
+        while n in self.members and op_name(n.target) in tables.VIEWS:
+            chain.append(n)
+            n = n.args[0]
+        if n not in self.members:
+            if n not in self.arg_index:
+                raise Unsupported("output %s is a view of %s, which is not "
+                                  "an input" % (node.name, n.name))
+            base = ("arg", self.arg_index[n])
+        else:
+            if n not in self.fz_outputs:
+                self.fz_outputs.append(n)
+            base = ("fz", self.fz_outputs.index(n))
+        if not chain:
+            return base
+        steps = []
+        for v in reversed(chain):
+            args = []
+            for a in v.args[1:]:
+                args.append(self._replay_arg(a, node))
+            steps.append((v.target, args, dict(v.kwargs)))
+        return ("view", base, steps)
+
+    def _replay_arg(self, a, output):
+        """An argument of a view replayed in ATen: constants as they are,
+        group inputs (SymInts) by index."""
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._replay_arg(x, output) for x in a)
+        if hasattr(a, "op"):
+            if a in self.arg_index:
+                return ("arg", self.arg_index[a])
+            raise Unsupported("view output %s depends on %s inside the group"
+                              % (output.name, a.name))
+        return ("const", a)
+
+    def _needed(self):
+        """The group's nodes that the fz outputs depend on."""
+        needed = set()
+        stack = list(self.fz_outputs)
+        while stack:
+            n = stack.pop()
+            if n in needed or n not in self.members:
+                continue
+            needed.add(n)
+            stack.extend(n.all_input_nodes)
+        return needed
+
+    # -- values
+
+    def _input(self, node):
+        """The fusion input for an external node, defined on first use."""
+        if node in self.env:
+            return self.env[node]
+        v = meta_val(node)
+        index = self.arg_index[node]
+        if is_tensor(v):
+            name = tables.fz_dtype(v.dtype)
+            if v.dim() == 0:
+                h = self.fd.define_scalar(name)
+            else:
+                shape = []
+                for s in v.shape:
+                    key = size_key(s)
+                    if key[0] == "c":
+                        shape.append(key[1])
+                    elif _is_symbol(s):
+                        shape.append(key[1])
+                    else:
+                        shape.append(-1)
+                h = self.fd.define_tensor(shape=shape, dtype=name)
+                for axis, s in enumerate(v.shape):
+                    key = size_key(s)
+                    if key[0] == "e":
+                        if _is_symbol(s):
+                            self.symbols.add(key[1])
+                        self.axes.setdefault(key, Size(h, axis))
+        elif isinstance(v, bool):
+            h = self.fd.define_scalar("bool")
+        elif _is_int(v):
+            h = self.fd.define_scalar("i64")
+        elif _is_float(v):
+            h = self.fd.define_scalar("f64")
+        else:
+            raise Unsupported("input %s is neither a tensor nor a number"
+                              % node.name)
+        self.fz_inputs.append(_Input(index, h))
+        self.env[node] = h
+        return h
+
+    def operand(self, x):
+        """An fd.ops operand for an FX argument."""
+        if hasattr(x, "op"):
+            if x in self.members:
+                return self.env[x]
+            return self._input(x)
+        if isinstance(x, (bool, int, float)):
+            return x
+        raise Unsupported("operand %r" % (x,))
+
+    def extent(self, size):
+        """A shape entry for a size: the constant, the symbol's name, or a
+        Size of an input axis of that size."""
+        key = size_key(size)
+        if key[0] == "c":
+            return key[1]
+        if key[1] in self.symbols:
+            return key[1]
+        if key in self.axes:
+            return self.axes[key]
+        raise Unsupported("size %s is no input's extent" % key[1])
+
+    def coerce(self, t, dtype):
+        """t as the torch dtype `dtype` (a cast only where fz's promotion
+        gave another dtype)."""
+        code = _lib.DTYPES[tables.fz_dtype(dtype)][0]
+
+        def build(b):
+            v = b.value(t)
+            if b.lib.fz_value_dtype(v) == code:
+                return v
+            return b.lib.fz_cast(b.fusion, v, code, ctypes.byref(b.err))
+        return self.fd._record(t.ndim, "cast", build)
+
+    # -- nodes
+
+    def _translate(self, node):
+        if node.target is operator.getitem:
+            return self.env[node.args[0]][node.args[1]]
+        name = op_name(node.target)
+        kind, what = tables.kind_of(name)
+        out = meta_val(node)
+        if kind == "unary" or (kind == "bool_only" and what == "logical_not"):
+            r = getattr(self.ops, what)(self.operand(node.args[0]))
+        elif name == "aten.pow.Tensor_Scalar" and \
+                out.dtype.is_floating_point and \
+                node.args[1] in tables.POW_SPECIAL:
+            x = self.operand(node.args[0])
+            what = tables.POW_SPECIAL[node.args[1]]
+            r = x * x if what == "mul" else getattr(self.ops, what)(x)
+        elif kind in ("binary", "bool_only"):
+            a = self.operand(node.args[0])
+            b = self.operand(node.args[1])
+            alpha = _alpha(node)
+            if alpha is not None and alpha != 1:
+                b = self.ops.mul(b, self.operand(alpha))
+            r = getattr(self.ops, what)(a, b)
+        else:
+            r = getattr(self, "_" + what)(node, out)
+        if isinstance(r, tuple):
+            return tuple(self.coerce(t, v.dtype) for t, v in zip(r, out))
+        return self.coerce(r, out.dtype)
+
+    def _rsub(self, node, out):
+        a = self.operand(node.args[0])
+        b = self.operand(node.args[1])
+        alpha = _alpha(node)
+        if alpha is not None and alpha != 1:
+            a = self.ops.mul(a, self.operand(alpha))
+        return self.ops.sub(b, a)
+
+    def _where(self, node, out):
+        c, a, b = (self.operand(x) for x in node.args[:3])
+        return self.ops.where(c, a, b)
+
+    def _clamp(self, node, out):
+        x = self.operand(node.args[0])
+        lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+        hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
+        if lo is not None:
+            x = self.ops.maximum(x, self.operand(lo))
+        if hi is not None:
+            x = self.ops.minimum(x, self.operand(hi))
+        return x
+
+    def _clamp_min(self, node, out):
+        return self.ops.maximum(self.operand(node.args[0]),
+                                self.operand(node.args[1]))
+
+    def _clamp_max(self, node, out):
+        return self.ops.minimum(self.operand(node.args[0]),
+                                self.operand(node.args[1]))
+
+    def _gelu(self, node, out):
+        x = self.operand(node.args[0])
+        if node.kwargs.get("approximate", "none") == "none":
+            return self.ops.gelu(x)
+        # the tanh form, as ATen computes it (in the input's dtype; fz
+        # computes f16/bf16 ops in f32 and rounds each result)
+        inner = 0.7978845608028654 * (x + 0.044715 * (x * x * x))
+        return 0.5 * x * (1.0 + self.ops.tanh(inner))
+
+    def _to_copy(self, node, out):
+        """A copy in the result's dtype: a cast, or a set (a copy) when
+        the dtype stays, so that the result is never the operand itself."""
+        x = self.operand(node.args[0])
+        if meta_val(node.args[0]).dtype == out.dtype:
+            return self.ops.set(x)
+        return self.ops.cast(x, tables.fz_dtype(out.dtype))
+
+    _convert = _to_copy
+
+    def _clone(self, node, out):
+        return self.ops.set(self.operand(node.args[0]))
+
+    def _alias(self, node, out):
+        return self.operand(node.args[0])
+
+    # reductions
+
+    def _dims(self, node, position=1):
+        src = meta_val(node.args[0])
+        dims = node.args[position] if len(node.args) > position else \
+            node.kwargs.get("dim")
+        return tables.canonical_dims(dims, src.dim())
+
+    def _keepdim(self, node, position=2):
+        if len(node.args) > position:
+            return bool(node.args[position])
+        return bool(node.kwargs.get("keepdim", False))
+
+    def _reduce(self, op, node, out, dims_at=1, keepdim_at=2):
+        x = self.operand(node.args[0])
+        dims = self._dims(node, dims_at) if dims_at is not None else \
+            list(range(meta_val(node.args[0]).dim()))
+        keepdim = self._keepdim(node, keepdim_at) if keepdim_at is not None \
+            else False
+        dtype = tables.fz_dtype(out.dtype)
+        src = tables.fz_dtype(meta_val(node.args[0]).dtype)
+        if op in ("sum", "prod") and (node.kwargs.get("dtype") is not None
+                                      or src == "bool"):
+            x = self.ops.cast(x, dtype)
+        return getattr(self.ops, op)(x, dims=dims, keepdim=keepdim)
+
+    def _sum(self, node, out):
+        if str(node.target).endswith(".default"):
+            return self._reduce("sum", node, out, None, None)
+        return self._reduce("sum", node, out)
+
+    def _prod(self, node, out):
+        if str(node.target).endswith(".default"):
+            return self._reduce("prod", node, out, None, None)
+        return self._reduce("prod", node, out)
+
+    def _amax(self, node, out):
+        return self._reduce("amax", node, out)
+
+    def _amin(self, node, out):
+        return self._reduce("amin", node, out)
+
+    def _wide(self, node):
+        """The operand in the dtype ATen accumulates it in (f32 for
+        f16/bf16)."""
+        x = self.operand(node.args[0])
+        if tables.fz_dtype(meta_val(node.args[0]).dtype) in ("f16", "bf16"):
+            x = self.ops.cast(x, "f32")
+        return x
+
+    def _count(self, node, dims):
+        """The number of elements the dims hold, when static."""
+        n = 1
+        for d in dims:
+            key = size_key(meta_val(node.args[0]).shape[d])
+            if key[0] != "c":
+                return None
+            n *= key[1]
+        return n
+
+    def _mean(self, node, out):
+        if str(node.target).endswith(".default"):
+            dims, keepdim = list(range(meta_val(node.args[0]).dim())), False
+        else:
+            dims, keepdim = self._dims(node), self._keepdim(node)
+        x = self._wide(node)
+        if node.kwargs.get("dtype") is not None:
+            x = self.ops.cast(x, tables.fz_dtype(out.dtype))
+        return self.ops.mean(x, dims, keepdim)
+
+    def _centered_squares(self, node, dims):
+        x = self._wide(node)
+        m = self.ops.mean(x, dims, True)
+        d = x - m
+        return d * d, m
+
+    def _correction(self, node):
+        c = node.kwargs.get("correction")
+        return 1 if c is None else c
+
+    def _variance(self, node, dims, keepdim, squares):
+        c = self._correction(node)
+        if c == 0:
+            return self.ops.mean(squares, dims, keepdim)
+        n = self._count(node, dims)
+        if n is None:
+            raise Unsupported("variance with correction %s over run-time "
+                              "sizes" % c)
+        return self.ops.sum(squares, dims=dims, keepdim=keepdim) / max(n - c, 0)
+
+    def _var(self, node, out):
+        dims, keepdim = self._dims(node), self._keepdim(node,
+                                                        position=99)
+        squares, _ = self._centered_squares(node, dims)
+        return self._variance(node, dims, keepdim, squares)
+
+    def _var_mean(self, node, out):
+        dims, keepdim = self._dims(node), self._keepdim(node, position=99)
+        squares, m = self._centered_squares(node, dims)
+        var = self._variance(node, dims, keepdim, squares)
+        mean = m if keepdim else self.ops.squeeze(m, dims)
+        return var, mean
+
+    # shapes
+
+    def _reshape(self, node, out):
+        x = self.operand(node.args[0])
+        src = meta_val(node.args[0])
+        ones = [i for i, s in enumerate(src.shape) if is_one(s)]
+        if ones:
+            x = self.ops.squeeze(x, ones)
+        kept_in = [size_key(s) for s in src.shape if not is_one(s)]
+        kept_out = [s for s in out.shape if not is_one(s)]
+        if kept_in != [size_key(s) for s in kept_out]:
+            if not kept_out:
+                raise Unsupported("reshape to a single element")
+            x = self.ops.reshape(x, [self.extent(s) for s in kept_out])
+        new = [i for i, s in enumerate(out.shape) if is_one(s)]
+        if new:
+            x = self.ops.broadcast(x, new)
+        return x
+
+    def _expand(self, node, out):
+        x = self.operand(node.args[0])
+        src = list(meta_val(node.args[0]).shape)
+        extra = out.dim() - len(src)
+        if extra > 0:
+            x = self.ops.broadcast(x, list(range(extra)))
+            src = [1] * extra + src
+        target, grows = [], False
+        for s_in, s_out in zip(src, out.shape):
+            if is_one(s_in) and not is_one(s_out):
+                target.append(self.extent(s_out))
+                grows = True
+            else:
+                target.append(-1)
+        return self.ops.expand(x, target) if grows else x
+
+    def _squeeze(self, node, out):
+        src = meta_val(node.args[0])
+        if len(node.args) > 1:
+            dims = tables.canonical_dims(node.args[1], src.dim()) \
+                if src.dim() else []
+        else:
+            dims = list(range(src.dim()))
+        dims = [d for d in dims if is_one(src.shape[d])]
+        x = self.operand(node.args[0])
+        return self.ops.squeeze(x, dims) if dims else x
+
+    def _unsqueeze(self, node, out):
+        d = node.args[1] % out.dim()
+        return self.ops.broadcast(self.operand(node.args[0]), [d])
+
+    def _permute(self, node, out):
+        rank = out.dim()
+        dims = [d % rank for d in node.args[1]]
+        x = self.operand(node.args[0])
+        return x if dims == list(range(rank)) else self.ops.permute(x, dims)
+
+    def _transpose(self, node, out):
+        rank = out.dim()
+        x = self.operand(node.args[0])
+        if rank < 2:
+            return x
+        if len(node.args) > 1:
+            a, b = node.args[1] % rank, node.args[2] % rank
+        else:
+            a, b = 0, 1
+        if a == b:
+            return x
+        perm = list(range(rank))
+        perm[a], perm[b] = perm[b], perm[a]
+        return self.ops.permute(x, perm)
+
+    def _filled(self, shape, value, out):
+        kept = [self.extent(s) for s in shape if not is_one(s)]
+        dtype = tables.fz_dtype(out.dtype)
+        if isinstance(value, bool):
+            value = float(value)
+        x = self.ops.full(kept, value, dtype)
+        new = [i for i, s in enumerate(shape) if is_one(s)]
+        return self.ops.broadcast(x, new) if new else x
+
+    def _full(self, node, out):
+        value = node.args[0] if op_name(node.target) == \
+            "aten.scalar_tensor.default" else node.args[1]
+        if hasattr(value, "op"):
+            raise Unsupported("fill value computed at run time")
+        return self._filled(list(out.shape), value, out)
+
+    def _full_like(self, node, out):
+        name = op_name(node.target)
+        if name == "aten.zeros_like.default":
+            value = 0
+        elif name == "aten.ones_like.default":
+            value = 1
+        else:
+            value = node.args[1]
+        if hasattr(value, "op"):
+            raise Unsupported("fill value computed at run time")
+        return self._filled(list(out.shape), value, out)
+
+
+def _alpha(node):
+    """add/sub/rsub's alpha: keyword-only in the .Tensor overloads, the
+    third positional argument in the .Scalar ones."""
+    if "alpha" in node.kwargs:
+        return node.kwargs["alpha"]
+    return node.args[2] if len(node.args) > 2 else None
+
+
+def _is_symbol(size):
+    expr = getattr(getattr(size, "node", None), "expr", None)
+    return bool(getattr(expr, "is_Symbol", False))
+
+
+def _is_int(v):
+    import torch
+    return isinstance(v, (int, torch.SymInt))
+
+
+def _is_float(v):
+    import torch
+    return isinstance(v, (float, torch.SymFloat))
+
+
+# ---- validation without a GPU ---------------------------------------------------
+
+
+class _Example:
+    """What FusionDefinition's pattern reads of a tensor (dim, shape,
+    stride), from a fake tensor's example sizes."""
+
+    def __init__(self, v):
+        self.shape = tuple(hint(s) for s in v.shape)
+        self._strides = tuple(hint(s) for s in v.stride())
+
+    def dim(self):
+        return len(self.shape)
+
+    def stride(self):
+        return self._strides
+
+
+def dry_build(translation):
+    """Builds the C fusion for the example sizes (no GPU needed) and
+    returns its text, so that what fz's builder refuses (shapes it cannot
+    prove equal, ...) is found at compile time. Raises Unsupported."""
+    fd = translation.fd
+    args = []
+    for inp in translation.fz_inputs:
+        node = translation.inputs[inp.index]
+        v = meta_val(node)
+        if is_tensor(v) and v.dim() > 0:
+            args.append(_Example(v))
+        else:
+            args.append(0)
+    lib = _lib.lib()
+    try:
+        try:
+            pattern, sizes = fd._pattern(args)
+            fusion, _, text = fd._build(pattern, sizes)
+        except Exception as e:
+            if type(e).__name__ != "_NeedStatic":
+                raise
+            fd._static = True
+            pattern, sizes = fd._pattern(args)
+            fusion, _, text = fd._build(pattern, sizes)
+    except Unsupported:
+        raise
+    except Exception as e:
+        raise Unsupported("fz refused the fusion: %s" % e)
+    lib.fz_fusion_destroy(fusion)
+    return text
