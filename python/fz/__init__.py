@@ -41,7 +41,10 @@ def version():
 def __getattr__(name):
     # The torch.compile side imports torch; it is loaded on first use.
     if name in ("backend", "explain", "dynamo"):
-        from . import dynamo
+        # import_module, not `from . import dynamo`: the latter asks this
+        # module for the attribute first, which would land here again.
+        import importlib
+        dynamo = importlib.import_module(__name__ + ".dynamo")
         return dynamo if name == "dynamo" else getattr(dynamo, name)
     raise AttributeError("module 'fz' has no attribute %r" % name)
 
@@ -57,8 +60,8 @@ def _register_backend():
     except (ImportError, ValueError):
         return
     try:
-        from . import dynamo
-        dynamo.register()
+        import importlib
+        importlib.import_module(__name__ + ".dynamo").register()
     except Exception as e:  # a torch that fails to import: fz still works
         import warnings
         warnings.warn("fz: backend=\"fz\" not registered: %s" % e)

@@ -32,6 +32,22 @@ def test_backend_is_lazy():
     assert fz.backend.__module__ == "fz.dynamo"
 
 
+def test_backend_attributes_in_a_fresh_process():
+    # fz.dynamo loaded by attribute access alone, as `import fz;
+    # fz.backend` in a new process does (above, the imports at the top
+    # have loaded it already)
+    import subprocess
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        os.pardir)
+    code = ("import sys; sys.path.insert(0, %r); import fz; "
+            "print(fz.dynamo.NAME, callable(fz.backend), "
+            "callable(fz.explain))" % here)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["fz", "True", "True"], out.stdout
+
+
 def _touch(root, *parts):
     path = os.path.join(root, *parts)
     os.makedirs(os.path.dirname(path), exist_ok=True)
