@@ -388,13 +388,18 @@ def make_backend(session=None, mode=None):
 
     session = session or Session(keep=False)
 
+    from torch._functorch.aot_autograd import make_boxed_func
+
     def compiler(kind):
         def compile_fn(gm, example_inputs):
             compiled = compile_graph(gm, example_inputs, kind, session)
             if mode == "reduce-overhead":
                 from .cudagraph import CudaGraphed
-                return CudaGraphed(compiled)
-            return compiled
+                compiled = CudaGraphed(compiled)
+            # AOTAutograd calls with one list it may clear as it goes
+            # (boxed), so that inputs die as soon as the graph is done
+            # with them instead of living until the call returns.
+            return make_boxed_func(compiled)
         return compile_fn
 
     return aot_autograd(fw_compiler=compiler("forward"),
