@@ -50,119 +50,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- checking the plan --------------------------------------------------- */
-
-static bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
-
-static bool varies_along(const fz_plan *p, const fz_plan_access *a,
-                         bool reduced) {
-  for (int d = 0; d < p->rank; d++)
-    if (p->reduced[d] == reduced && a->strides[d] != 0)
-      return true;
-  return false;
-}
-
-static fz_status check_persistent_node(const fz_plan *p, int i, fz_error *err) {
-  const fz_plan_node *n = &p->nodes[i];
-  bool outer = fz_plan_has_grid_columns(p);
-  bool held = p->kind == FZ_PLAN_OUTER_PERSISTENT;
-  if (n->post && n->column)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: node n%d is in the row and the column space",
-                        i);
-  if (n->phase < 0 || n->phase > p->phases)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: node n%d has phase %d of %d", i, n->phase,
-                        p->phases);
-  if (n->kind == FZ_NODE_REDUCE) {
-    const fz_plan_node *o = &p->nodes[n->operands[0]];
-    if (n->num_operands != 1 || (!n->post && !n->column) || o->post ||
-        o->column)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: reduce n%d must turn a full-space value "
-                          "into a row or column value",
-                          i);
-    if (n->column && !outer)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: column reduce n%d in an inner plan", i);
-    if (held && n->column && n->phase != o->phase + 1)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: column reduce n%d of phase %d reads n%d of "
-                          "phase %d",
-                          i, n->phase, n->operands[0], o->phase);
-    if (n->post && (n->phase < 1 || o->phase > n->phase - 1))
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: row reduce n%d of phase %d reads n%d of "
-                          "phase %d",
-                          i, n->phase, n->operands[0], o->phase);
-    switch (n->code) {
-    case FZ_OP_SUM:
-    case FZ_OP_PROD:
-    case FZ_OP_AMAX:
-    case FZ_OP_AMIN:
-      return FZ_OK;
-    default:
-      return fz_error_set(
-          err, FZ_ERR_UNSUPPORTED, "lower: reduce n%d: %s is not a reduction",
-          i,
-          (unsigned)n->code < FZ_NUM_OPCODES ? fz_op_table[n->code].name : "?");
-    }
-  }
-  for (int k = 0; k < n->num_operands; k++) {
-    const fz_plan_node *o = &p->nodes[n->operands[k]];
-    /* an outer plan's rows read column results back (after their round) */
-    if (o->column && !n->column && (!held || n->post))
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: node n%d reads column node n%d", i,
-                          n->operands[k]);
-    if ((!n->column || held) && o->phase > n->phase)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: node n%d of phase %d reads n%d of phase %d",
-                          i, n->phase, n->operands[k], o->phase);
-  }
-  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) &&
-      (n->post || n->column)) {
-    const fz_plan_access *a = &p->accesses[n->access];
-    if (varies_along(p, a, n->post))
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: %s node n%d: a%d varies along the %s axes",
-                          n->post ? "row" : "column", i, n->access,
-                          n->post ? "reduced" : "kept");
-  }
-  return FZ_OK;
-}
+/* ---- lowering's limits -------------------------------------------------- */
 
 fz_status fz_check_persistent(const fz_plan *p, fz_error *err) {
-  int last = p->rank - 1;
-  if (!is_pow2(p->block_x) || !is_pow2(p->block_y) ||
-      (int64_t)p->block_x * p->block_y != p->threads ||
-      (p->threads > 32 && p->threads % 32 != 0) || p->grid_x < 1 ||
-      p->split != 1)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: persistent block %dx%d, %d threads, grid "
-                        "%lldx%d",
-                        p->block_x, p->block_y, p->threads,
-                        (long long)p->grid_x, p->split);
-  if (!p->reduced[last] || p->extents[last] % p->vector != 0)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: a persistent row must be innermost and a "
-                        "multiple of %d lanes",
-                        p->vector);
   if (p->kind == FZ_PLAN_OUTER_PERSISTENT &&
-      (p->unroll < 1 || (int64_t)p->unroll * p->persistent * p->vector >
-                            FZ_PERS_MAX_VALUES))
+      (int64_t)p->unroll * p->persistent * p->vector > FZ_PERS_MAX_VALUES)
     return fz_error_set(err, FZ_ERR_INTERNAL,
                         "lower: %d rows held of %d groups of %d lanes",
                         p->unroll, p->persistent, p->vector);
-  if (p->persistent < 1 || p->persistent * p->vector > FZ_PERS_MAX_VALUES ||
-      p->phases < 0 || p->phases > FZ_PLAN_MAX_PHASES)
+  if (p->persistent * p->vector > FZ_PERS_MAX_VALUES)
     return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: %d persistent groups of %d lanes, %d phases",
-                        p->persistent, p->vector, p->phases);
-  fz_status st;
-  for (int i = 0; i < p->num_nodes; i++)
-    if ((st = check_persistent_node(p, i, err)))
-      return st;
+                        "lower: %d persistent groups of %d lanes",
+                        p->persistent, p->vector);
   return FZ_OK;
 }
 
@@ -202,6 +101,14 @@ static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask) {
 /* ---- spaces -------------------------------------------------------------- */
 
 enum { VARY_KEPT = 1, VARY_R = 2 };
+
+static bool varies_along(const fz_plan *p, const fz_plan_access *a,
+                         bool reduced) {
+  for (int d = 0; d < p->rank; d++)
+    if (p->reduced[d] == reduced && a->strides[d] != 0)
+      return true;
+  return false;
+}
 
 /* What each node varies along, then its space (persistent.h). */
 static bool classify(pers *s) {

@@ -276,6 +276,13 @@ const char *fz_plan_key(const fz_plan *plan, fz_arena *arena);
 /* Text form for fuse-opt --emit=sched and lit tests. */
 void fz_plan_print(const fz_plan *plan, fz_buf *out);
 
+/* plan_verify.c: whether the plan obeys the rules of this header that
+ * lowering relies on (operands, accesses, spaces, phases, launch shapes);
+ * FZ_ERR_INTERNAL with a message naming the node or access and the rule
+ * when not. fz_schedule verifies every plan a scheduler returns, and
+ * lowering every plan it is given. */
+fz_status fz_plan_verify(const fz_plan *plan, fz_error *err);
+
 /* ---- schedulers --------------------------------------------------------- */
 
 /* Why a scheduler declined, for --explain and error messages, and where:
