@@ -20,7 +20,7 @@ static const char *NVPTX_TRIPLE = "nvptx64-nvidia-cuda";
 static const char *NVPTX_DATALAYOUT =
     "e-i64:64-i128:128-v16:16-v32:32-n16:32:64";
 
-/* ---- what lowering can emit ----------------------------------------------- */
+/* ---- what lowering can emit ---------------------------------------------- */
 
 /* A plan that verifies (lib/sched/plan_verify.c) within lowering's own
  * limits: lanes a group unrolls here, and the skeletons' own (skeleton.h).

@@ -4,10 +4,10 @@
  *
  * lower.c, the driver, is the only caller: it verifies every plan
  * (fz_plan_verify), then calls the plan kind's check here, declares the
- * kernel, reads its parameters and calls the plan kind's fz_emit_* here, which emits the
- * kernel body into k->e.fn. The skeletons include this header only to
- * define what it declares; no helper includes it (emit.h says which files
- * are which).
+ * kernel, reads its parameters and calls the plan kind's fz_emit_* here,
+ * which emits the kernel body into k->e.fn. The skeletons include this
+ * header only to define what it declares; no helper includes it (emit.h
+ * says which files are which).
  */
 #ifndef FZ_LOWER_SKELETON_H
 #define FZ_LOWER_SKELETON_H

@@ -52,7 +52,7 @@ static bool is_tiled(const fz_plan *p, int access) {
   return p->tiled && p->tiled[access];
 }
 
-/* ---- lowering's limits -------------------------------------------------- */
+/* ---- lowering's limits --------------------------------------------------- */
 
 /* The tiles are static shared memory (fz_plan_tile_bytes). */
 fz_status fz_check_transpose(const fz_plan *p, fz_error *err) {

@@ -19,6 +19,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -113,14 +114,19 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
   const fz_plan_node *n = &p->nodes[i];
   if ((unsigned)n->dtype >= FZ_NUM_DTYPES)
     return bad(err, "node n%d has no dtype", i);
+  if ((unsigned)n->space > FZ_SPACE_COLUMN)
+    return bad(err, "node n%d has no space (%d)", i, (int)n->space);
+  if (n->space != FZ_SPACE_FULL &&
+      (p->kind == FZ_PLAN_POINTWISE || p->kind == FZ_PLAN_TRANSPOSE))
+    return bad(err, "node n%d is outside the full space of a %s plan", i,
+               p->kind == FZ_PLAN_TRANSPOSE ? "transpose" : "pointwise");
   if (n->num_operands < 0 || n->num_operands > 3)
     return bad(err, "node n%d has %d operands", i, n->num_operands);
   for (int k = 0; k < n->num_operands; k++) {
     int o = n->operands[k];
     if (o < 0 || o >= i || p->nodes[o].kind == FZ_NODE_STORE)
-      return bad(err,
-                 "node n%d: operand %d (n%d) is not an earlier value node", i,
-                 k, o);
+      return bad(err, "node n%d: operand %d (n%d) is not an earlier value node",
+                 i, k, o);
   }
   switch (n->kind) {
   case FZ_NODE_LOAD:
@@ -149,8 +155,7 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
     if (n->num_operands != 1)
       return bad(err, "reduce n%d has %d operands, not 1", i, n->num_operands);
     if (!is_reduce_code(n->code))
-      return bad(err, "reduce n%d: %s is not a reduction", i,
-                 op_name(n->code));
+      return bad(err, "reduce n%d: %s is not a reduction", i, op_name(n->code));
     return FZ_OK;
   case FZ_NODE_OP: {
     if ((unsigned)n->code >= FZ_NUM_OPCODES)
@@ -194,30 +199,32 @@ static fz_status verify_reduction(const fz_plan *p, fz_error *err) {
   return FZ_OK;
 }
 
-/* A node of the kept space (post) reads only kept-space values and memory
- * constant along R; a node of the full space only full-space values; a
- * REDUCE node turns a full-space value into a kept one. */
-static fz_status verify_reduction_node(const fz_plan *p, int i,
-                                       fz_error *err) {
+/* A node of the row space (one per kept point) reads only row values and
+ * memory constant along R; a node of the full space only full-space
+ * values; a REDUCE node turns a full-space value into a row one. */
+static fz_status verify_reduction_node(const fz_plan *p, int i, fz_error *err) {
   const fz_plan_node *n = &p->nodes[i];
+  if (n->space == FZ_SPACE_COLUMN)
+    return bad(err, "node n%d is in the column space of a reduction plan", i);
+  bool row = n->space == FZ_SPACE_ROW;
   if (n->kind == FZ_NODE_REDUCE) {
-    if (!n->post || p->nodes[n->operands[0]].post)
-      return bad(err, "reduce n%d must be post over a pre value", i);
+    if (!row || p->nodes[n->operands[0]].space != FZ_SPACE_FULL)
+      return bad(err,
+                 "reduce n%d must turn a full-space value into a row value", i);
     return FZ_OK;
   }
   for (int k = 0; k < n->num_operands; k++)
-    if (p->nodes[n->operands[k]].post != n->post)
-      return bad(err, "node n%d (%s) reads n%d of the other domain", i,
-                 n->post ? "post" : "pre", n->operands[k]);
-  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) && n->post) {
+    if (p->nodes[n->operands[k]].space != n->space)
+      return bad(err, "node n%d (%s space) reads n%d of the other space", i,
+                 row ? "row" : "full", n->operands[k]);
+  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) && row) {
     const fz_plan_access *a = &p->accesses[n->access];
     for (int d = 0; d < p->rank; d++)
       if (p->reduced[d] && a->strides[d] != 0)
-        return bad(err, "post node n%d: a%d varies along R axis %d", i,
+        return bad(err, "row node n%d: a%d varies along R axis %d", i,
                    n->access, d);
     if (p->kind == FZ_PLAN_INNER_REDUCTION && a->vector != 1)
-      return bad(err,
-                 "post node n%d: a%d is a vector in an inner reduction", i,
+      return bad(err, "row node n%d: a%d is a vector in an inner reduction", i,
                  n->access);
   }
   return FZ_OK;
@@ -234,48 +241,78 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
     return bad(err, "persistent block %dx%d, %d threads, grid %lldx%d",
                p->block_x, p->block_y, p->threads, (long long)p->grid_x,
                p->split);
-  if (!p->reduced[last] || p->extents[last] % p->vector != 0)
+  if (!p->row_axes[last] || p->extents[last] % p->vector != 0)
     return bad(err,
                "a persistent row must be innermost and a multiple of %d "
                "lanes",
                p->vector);
+  bool outer = p->kind == FZ_PLAN_OUTER_PERSISTENT;
+  for (int k = 0; k < p->rank; k++)
+    if (p->row_axes[k] != (p->reduced[k] != outer))
+      return bad(err, "axis %d is %s, and a row of an %s plan %s it", k,
+                 p->reduced[k] ? "reduced" : "kept", outer ? "outer" : "inner",
+                 p->row_axes[k] ? "spans" : "does not span");
   if (p->persistent < 1 || p->phases < 0 || p->phases > FZ_PLAN_MAX_PHASES)
     return bad(err, "%d persistent groups, %d phases (at most %d)",
                p->persistent, p->phases, FZ_PLAN_MAX_PHASES);
   return FZ_OK;
 }
 
+/* Whether access a varies along a row (row_axes) or from row to row. */
 static bool varies_along(const fz_plan *p, const fz_plan_access *a,
-                         bool reduced) {
+                         bool row_axes) {
   for (int d = 0; d < p->rank; d++)
-    if (p->reduced[d] == reduced && a->strides[d] != 0)
+    if (p->row_axes[d] == row_axes && a->strides[d] != 0)
       return true;
   return false;
 }
 
+/* Whether node i's value varies along a row, from its operands' (along[]
+ * holds the earlier nodes'). */
+static bool node_varies_along_row(const fz_plan *p, int i, const bool *along) {
+  const fz_plan_node *n = &p->nodes[i];
+  switch (n->kind) {
+  case FZ_NODE_LOAD:
+  case FZ_NODE_STORE:
+    return varies_along(p, &p->accesses[n->access], true);
+  case FZ_NODE_IOTA:
+    for (int d = 0; d < p->rank; d++)
+      if (p->row_axes[d] && n->coeff[d] != 0)
+        return true;
+    return false;
+  case FZ_NODE_REDUCE:
+    return n->space != FZ_SPACE_ROW;
+  default:
+    for (int k = 0; k < n->num_operands; k++)
+      if (along[n->operands[k]])
+        return true;
+    return false;
+  }
+}
+
 /* Spaces and phases: see plan.h on fz_plan_node. */
-static fz_status verify_persistent_node(const fz_plan *p, int i,
+static fz_status verify_persistent_node(const fz_plan *p, int i, bool *along,
                                         fz_error *err) {
   const fz_plan_node *n = &p->nodes[i];
   bool outer = fz_plan_has_grid_columns(p);
   bool held = p->kind == FZ_PLAN_OUTER_PERSISTENT;
-  if (n->post && n->column)
-    return bad(err, "node n%d is in the row and the column space", i);
+  bool row = n->space == FZ_SPACE_ROW, column = n->space == FZ_SPACE_COLUMN;
   if (n->phase < 0 || n->phase > p->phases)
     return bad(err, "node n%d has phase %d of %d", i, n->phase, p->phases);
+  along[i] = node_varies_along_row(p, i, along);
   if (n->kind == FZ_NODE_REDUCE) {
     const fz_plan_node *o = &p->nodes[n->operands[0]];
-    if ((!n->post && !n->column) || o->post || o->column)
+    if (n->space == FZ_SPACE_FULL || o->space != FZ_SPACE_FULL)
       return bad(err,
                  "reduce n%d must turn a full-space value into a row or "
                  "column value",
                  i);
-    if (n->column && !outer)
+    if (column && !outer)
       return bad(err, "column reduce n%d in an inner plan", i);
-    if (held && n->column && n->phase != o->phase + 1)
-      return bad(err, "column reduce n%d of phase %d reads n%d of phase %d",
-                 i, n->phase, n->operands[0], o->phase);
-    if (n->post && (n->phase < 1 || o->phase > n->phase - 1))
+    if (held && column && n->phase != o->phase + 1)
+      return bad(err, "column reduce n%d of phase %d reads n%d of phase %d", i,
+                 n->phase, n->operands[0], o->phase);
+    if (row && (n->phase < 1 || o->phase > n->phase - 1))
       return bad(err, "row reduce n%d of phase %d reads n%d of phase %d", i,
                  n->phase, n->operands[0], o->phase);
     return FZ_OK;
@@ -283,20 +320,21 @@ static fz_status verify_persistent_node(const fz_plan *p, int i,
   for (int k = 0; k < n->num_operands; k++) {
     const fz_plan_node *o = &p->nodes[n->operands[k]];
     /* an outer plan's rows read column results back (after their round) */
-    if (o->column && !n->column && (!held || n->post))
+    if (o->space == FZ_SPACE_COLUMN && !column && (!held || row))
       return bad(err, "node n%d reads column node n%d", i, n->operands[k]);
-    if ((!n->column || held) && o->phase > n->phase)
-      return bad(err, "node n%d of phase %d reads n%d of phase %d", i,
-                 n->phase, n->operands[k], o->phase);
+    if ((!column || held) && o->phase > n->phase)
+      return bad(err, "node n%d of phase %d reads n%d of phase %d", i, n->phase,
+                 n->operands[k], o->phase);
   }
   if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) &&
-      (n->post || n->column)) {
+      (row || column)) {
     const fz_plan_access *a = &p->accesses[n->access];
-    if (varies_along(p, a, n->post))
-      return bad(err, "%s node n%d: a%d varies along the %s axes",
-                 n->post ? "row" : "column", i, n->access,
-                 n->post ? "reduced" : "kept");
+    if (varies_along(p, a, row))
+      return bad(err, "%s node n%d: a%d varies %s", row ? "row" : "column", i,
+                 n->access, row ? "along a row" : "from row to row");
   }
+  if (row && along[i])
+    return bad(err, "row node n%d depends on values that vary along a row", i);
   return FZ_OK;
 }
 
@@ -315,8 +353,8 @@ static fz_status verify_transpose(const fz_plan *p, fz_error *err) {
     return bad(err, "transpose tile axis %d in a rank-%d space", b, p->rank);
   if (!is_pow2(p->tile_a) || !is_pow2(p->tile_b) || p->tile_a < 32 ||
       p->tile_b < 32 || p->threads % 32 != 0 || p->blocks < 1)
-    return bad(err, "transpose tile %dx%d, %d threads, %lld blocks",
-               p->tile_a, p->tile_b, p->threads, (long long)p->blocks);
+    return bad(err, "transpose tile %dx%d, %d threads, %lld blocks", p->tile_a,
+               p->tile_b, p->threads, (long long)p->blocks);
   if (!phase_fits(p, p->tile_b, p->tile_a, p->vector) ||
       (p->vector > 1 && p->extents[a] % p->vector != 0))
     return bad(err,
@@ -336,9 +374,8 @@ static fz_status verify_transpose(const fz_plan *p, fz_error *err) {
     if (!phase_fits(p, p->tile_a, p->tile_b, x->vector) ||
         (x->vector > 1 && p->extents[b] % x->vector != 0))
       return bad(err,
-                 "tiled access a%d: %d lanes in %dx%d tiles of extent %lld",
-                 i, x->vector, p->tile_a, p->tile_b,
-                 (long long)p->extents[b]);
+                 "tiled access a%d: %d lanes in %dx%d tiles of extent %lld", i,
+                 x->vector, p->tile_a, p->tile_b, (long long)p->extents[b]);
   }
   if (tiled == 0)
     return bad(err, "a transpose plan without tiled accesses");
@@ -363,17 +400,21 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
   for (int i = 0; i < p->num_accesses; i++)
     if ((st = verify_access(p, i, err)))
       return st;
-  for (int i = 0; i < p->num_nodes; i++) {
-    if (!(st = verify_node(p, i, err))) {
-      if (is_reduction(p))
-        st = verify_reduction_node(p, i, err);
-      else if (persistent)
-        st = verify_persistent_node(p, i, err);
-    }
-    if (st) {
+  /* persistent plans: whether each node varies along a row */
+  st = FZ_OK;
+  bool *along = NULL;
+  if (persistent && p->num_nodes > 0 &&
+      !(along = calloc((size_t)p->num_nodes, sizeof *along)))
+    return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "plan: out of memory");
+  for (int i = 0; i < p->num_nodes && !st; i++) {
+    st = verify_node(p, i, err);
+    if (!st && is_reduction(p))
+      st = verify_reduction_node(p, i, err);
+    else if (!st && persistent)
+      st = verify_persistent_node(p, i, along, err);
+    if (st)
       fz_error_locate(err, fz_value_loc(p->nodes[i].value));
-      return st;
-    }
   }
-  return FZ_OK;
+  free(along);
+  return st;
 }

@@ -35,8 +35,10 @@ static void build_add(hand_plan *h) {
                    .nodes = h->nodes};
   memcpy(h->p.extents, EXTENTS, sizeof EXTENTS);
   for (int i = 0; i < 3; i++) {
-    h->acc[i] = (fz_plan_access){
-        .is_output = i == 2, .io = i == 2 ? 0 : i, .dtype = FZ_F32, .vector = 4};
+    h->acc[i] = (fz_plan_access){.is_output = i == 2,
+                                 .io = i == 2 ? 0 : i,
+                                 .dtype = FZ_F32,
+                                 .vector = 4};
     memcpy(h->acc[i].strides, ROW_MAJOR, sizeof ROW_MAJOR);
   }
   h->nodes[0] = (fz_plan_node){.kind = FZ_NODE_LOAD, .dtype = FZ_F32};
@@ -55,8 +57,7 @@ static void build_add(hand_plan *h) {
 }
 
 /* The plan is refused as internal, with every needle in the message. */
-static void refused(const fz_plan *p, const char *needle,
-                    const char *needle2) {
+static void refused(const fz_plan *p, const char *needle, const char *needle2) {
   fz_error err = {0};
   ck_assert_int_eq(fz_plan_verify(p, &err), FZ_ERR_INTERNAL);
   ck_assert_int_eq(err.status, FZ_ERR_INTERNAL);
@@ -64,8 +65,8 @@ static void refused(const fz_plan *p, const char *needle,
                 err.message);
   ck_assert_msg(strstr(err.message, needle), "no \"%s\" in: %s", needle,
                 err.message);
-  ck_assert_msg(!needle2 || strstr(err.message, needle2),
-                "no \"%s\" in: %s", needle2, err.message);
+  ck_assert_msg(!needle2 || strstr(err.message, needle2), "no \"%s\" in: %s",
+                needle2, err.message);
 }
 
 static void verifies(const fz_plan *p) {
@@ -90,8 +91,7 @@ START_TEST(operand_out_of_range) {
   hand_plan h;
   build_add(&h);
   h.nodes[2].operands[1] = 7;
-  refused(&h.p, "node n2: operand 1 (n7) is not an earlier value node",
-          NULL);
+  refused(&h.p, "node n2: operand 1 (n7) is not an earlier value node", NULL);
 }
 END_TEST
 
@@ -225,22 +225,21 @@ static const char *SOFTMAX = "fusion @softmax(%x: f32[M, N]) {\n"
                              "  return %y\n"
                              "}\n";
 
-static const char *BATCH_NORM =
-    "fusion @bn(%x: f32[M, C], %w: f32[C]) {\n"
-    "  %s = sum %x dims(0) keepdim : f32[b1, C]\n"
-    "  %m = mul %s, 1.220703125e-4 : f32[b1, C]\n"
-    "  %me = expand %m : f32[b1->M, C]\n"
-    "  %xc = sub %x, %me : f32[M, C]\n"
-    "  %sq = mul %xc, %xc : f32[M, C]\n"
-    "  %v = sum %sq dims(0) keepdim : f32[b1, C]\n"
-    "  %r = rsqrt %v : f32[b1, C]\n"
-    "  %re = expand %r : f32[b1->M, C]\n"
-    "  %xh = mul %xc, %re : f32[M, C]\n"
-    "  %wb = broadcast %w dims(0) : f32[b1, C]\n"
-    "  %we = expand %wb : f32[b1->M, C]\n"
-    "  %y = mul %xh, %we : f32[M, C]\n"
-    "  return %y, %m\n"
-    "}\n";
+static const char *BATCH_NORM = "fusion @bn(%x: f32[M, C], %w: f32[C]) {\n"
+                                "  %s = sum %x dims(0) keepdim : f32[b1, C]\n"
+                                "  %m = mul %s, 1.220703125e-4 : f32[b1, C]\n"
+                                "  %me = expand %m : f32[b1->M, C]\n"
+                                "  %xc = sub %x, %me : f32[M, C]\n"
+                                "  %sq = mul %xc, %xc : f32[M, C]\n"
+                                "  %v = sum %sq dims(0) keepdim : f32[b1, C]\n"
+                                "  %r = rsqrt %v : f32[b1, C]\n"
+                                "  %re = expand %r : f32[b1->M, C]\n"
+                                "  %xh = mul %xc, %re : f32[M, C]\n"
+                                "  %wb = broadcast %w dims(0) : f32[b1, C]\n"
+                                "  %we = expand %wb : f32[b1->M, C]\n"
+                                "  %y = mul %xh, %we : f32[M, C]\n"
+                                "  return %y, %m\n"
+                                "}\n";
 
 static const char *PERMUTE_2D = "fusion @t(%x: f32[M, N]) {\n"
                                 "  %y = permute %x perm(1, 0) : f32[N, M]\n"
@@ -278,10 +277,11 @@ START_TEST(pre_node_reading_a_post_node) {
   fz_plan *p = schedule(&s, ROW_SUM, "M=4096,N=1024");
   ck_assert_int_eq(p->kind, FZ_PLAN_INNER_REDUCTION);
   int mul = find_node(p, FZ_NODE_OP, 0);
-  p->nodes[mul].post = false;
+  p->nodes[mul].space = FZ_SPACE_FULL;
   char want[64];
-  snprintf(want, sizeof want, "node n%d (pre) reads n%d of the other domain",
-           mul, p->nodes[mul].operands[0]);
+  snprintf(want, sizeof want,
+           "node n%d (full space) reads n%d of the other space", mul,
+           p->nodes[mul].operands[0]);
   refused(p, want, NULL);
   scheduled_free(&s);
 }
@@ -291,9 +291,10 @@ START_TEST(reduce_node_of_the_wrong_domain) {
   scheduled s;
   fz_plan *p = schedule(&s, ROW_SUM, "M=4096,N=1024");
   int r = find_node(p, FZ_NODE_REDUCE, 0);
-  p->nodes[r].post = false;
-  char want[64];
-  snprintf(want, sizeof want, "reduce n%d must be post over a pre value", r);
+  p->nodes[r].space = FZ_SPACE_FULL;
+  char want[80];
+  snprintf(want, sizeof want,
+           "reduce n%d must turn a full-space value into a row value", r);
   refused(p, want, NULL);
   scheduled_free(&s);
 }
@@ -342,8 +343,8 @@ START_TEST(node_reading_a_later_phase) {
   ck_assert_int_eq(p->nodes[store].phase, 2);
   p->nodes[store].phase = 1;
   char want[64];
-  snprintf(want, sizeof want, "node n%d of phase 1 reads n%d of phase 2",
-           store, p->nodes[store].operands[0]);
+  snprintf(want, sizeof want, "node n%d of phase 1 reads n%d of phase 2", store,
+           p->nodes[store].operands[0]);
   refused(p, want, NULL);
   scheduled_free(&s);
 }
@@ -362,8 +363,7 @@ START_TEST(column_reduce_in_an_inner_plan) {
   scheduled s;
   fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
   int max = find_node(p, FZ_NODE_REDUCE, 0);
-  p->nodes[max].post = false;
-  p->nodes[max].column = true;
+  p->nodes[max].space = FZ_SPACE_COLUMN;
   char want[64];
   snprintf(want, sizeof want, "column reduce n%d in an inner plan", max);
   refused(p, want, NULL);
@@ -375,12 +375,66 @@ START_TEST(row_store_varying_along_the_row) {
   scheduled s;
   fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
   int store = find_node(p, FZ_NODE_STORE, 0);
-  p->nodes[store].post = true;
+  p->nodes[store].space = FZ_SPACE_ROW;
   char want[64];
-  snprintf(want, sizeof want, "row node n%d: a%d varies along", store,
+  snprintf(want, sizeof want, "row node n%d: a%d varies along a row", store,
            p->nodes[store].access);
   refused(p, want, NULL);
   scheduled_free(&s);
+}
+END_TEST
+
+/* Softmax: x - max moved to the row space would be a row value computed
+ * from x, which varies along the row. */
+START_TEST(row_node_of_values_varying_along_the_row) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  int sub = find_node(p, FZ_NODE_OP, 0);
+  ck_assert_int_eq(p->nodes[sub].code, FZ_OP_SUB);
+  p->nodes[sub].space = FZ_SPACE_ROW;
+  char want[80];
+  snprintf(want, sizeof want,
+           "row node n%d depends on values that vary along a row", sub);
+  refused(p, want, NULL);
+  scheduled_free(&s);
+}
+END_TEST
+
+START_TEST(row_axes_that_are_not_the_reduced_axes) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  ck_assert_int_eq(p->rank, 2);
+  ck_assert(p->reduced[1] && p->row_axes[1]);
+  ck_assert(!p->reduced[0] && !p->row_axes[0]);
+  p->row_axes[0] = true;
+  refused(p, "axis 0 is kept, and a row of an inner plan spans it", NULL);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* An outer plan's rows span the kept axes; reduced[] still says what the
+ * fusion reduces. */
+START_TEST(outer_rows_span_the_kept_axes) {
+  scheduled s;
+  fz_plan *p = schedule(&s, BATCH_NORM, "M=8192,C=256");
+  ck_assert_int_eq(p->rank, 2);
+  ck_assert(p->reduced[0] && !p->reduced[1]);
+  ck_assert(!p->row_axes[0] && p->row_axes[1]);
+  ck_assert_int_eq(fz_plan_rows(p), 8192);
+  ck_assert_int_eq(fz_plan_row_points(p), 256);
+  ck_assert_int_eq(fz_plan_kept_points(p), 256);
+  p->row_axes[0] = true;
+  p->row_axes[1] = false;
+  refused(p, "a persistent row must be innermost", NULL);
+  scheduled_free(&s);
+}
+END_TEST
+
+START_TEST(row_node_in_a_pointwise_plan) {
+  hand_plan h;
+  build_add(&h);
+  h.nodes[2].space = FZ_SPACE_ROW;
+  refused(&h.p, "node n2 is outside the full space of a pointwise plan", NULL);
 }
 END_TEST
 
@@ -440,6 +494,7 @@ static Suite *make(void) {
   tcase_add_test(hand, vector_along_a_strided_axis);
   tcase_add_test(hand, access_vector_wider_than_the_plan);
   tcase_add_test(hand, unknown_kind_and_bad_launch_shape);
+  tcase_add_test(hand, row_node_in_a_pointwise_plan);
   suite_add_tcase(s, hand);
 
   TCase *sched = tcase_create("scheduled");
@@ -453,6 +508,9 @@ static Suite *make(void) {
   tcase_add_test(sched, phase_beyond_the_plans_rounds);
   tcase_add_test(sched, column_reduce_in_an_inner_plan);
   tcase_add_test(sched, row_store_varying_along_the_row);
+  tcase_add_test(sched, row_node_of_values_varying_along_the_row);
+  tcase_add_test(sched, row_axes_that_are_not_the_reduced_axes);
+  tcase_add_test(sched, outer_rows_span_the_kept_axes);
   tcase_add_test(sched, column_reduce_in_its_operands_round);
   tcase_add_test(sched, tiled_output);
   tcase_add_test(sched, transpose_without_tiles);

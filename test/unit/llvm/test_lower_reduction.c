@@ -551,10 +551,10 @@ START_TEST(pre_node_reading_a_post_node_is_internal) {
     if (p->nodes[i].kind == FZ_NODE_OP)
       mul = i;
   ck_assert_int_ge(mul, 0);
-  p->nodes[mul].post = false;
+  p->nodes[mul].space = FZ_SPACE_FULL;
   char msg[1024];
   ck_assert_int_eq(lower_status(p, msg, sizeof msg), FZ_ERR_INTERNAL);
-  ck_assert_msg(has(msg, "other domain"), "message: %s", msg);
+  ck_assert_msg(has(msg, "other space"), "message: %s", msg);
   scheduled_free(&s);
 }
 END_TEST
