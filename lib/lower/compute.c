@@ -421,7 +421,7 @@ static bool divisor_is_uniform(const fz_plan *p, const fz_plan_node *n) {
   const fz_plan_node *d = &p->nodes[n->operands[1]];
   if (d->kind == FZ_NODE_LITERAL)
     return true;
-  return !n->post && !n->column && (d->post || d->column);
+  return n->space == FZ_SPACE_FULL && d->space != FZ_SPACE_FULL;
 }
 
 /* x / d for a d shared by the points a thread computes (a row's sum): the

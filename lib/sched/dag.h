@@ -5,7 +5,7 @@
  * Every value reachable from the outputs gets an affine map from the
  * reference's coordinates (index_map.h), found once per value (any one:
  * enough to know each output's map). The DAG is then built from the
- * outputs down, memoised on (value, map, post): shape ops dissolve into
+ * outputs down, memoised on (value, map, space): shape ops dissolve into
  * maps, each distinct (input, strides) pair is one access, and a reduction
  * result becomes a REDUCE node over its input's nodes.
  */
@@ -50,13 +50,6 @@ typedef struct fz_dag {
   unsigned rcols;
 } fz_dag;
 
-/* The space a node is computed in (see plan.h). */
-typedef enum fz_space {
-  FZ_SPACE_FULL,
-  FZ_SPACE_ROW,    /* node->post */
-  FZ_SPACE_COLUMN, /* node->column */
-} fz_space;
-
 /* The canonical space: reference axes in physical order, size-1 axes
  * dropped, neighbours of the same kind merged where every access and iota
  * steps the outer one exactly `size` times as far as the inner one. */
@@ -80,8 +73,8 @@ const fz_index_map *fz_dag_intern(fz_dag *d, const fz_index_map *m);
 /* Seeds the identity map at `reference`, then finds maps backward and
  * forward. Returns false (with a reason) if some output has none. */
 bool fz_dag_find_maps(fz_dag *d, const fz_value *reference);
-/* Node computing v at map m in the given domain; -1 with a reason when v
- * cannot be computed there. */
+/* Node computing v at map m in the full space, or (post) the row space
+ * (plan.h: fz_space); -1 with a reason when v cannot be computed there. */
 int fz_dag_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
                 bool post);
 /* Store node for output i (its map from fz_dag_find_maps). */

@@ -93,6 +93,16 @@ static bool dense_in(const fz_dag *d, const fz_problem *pb, int output,
          fz_dense_cover(space, s, d->ref_rank);
 }
 
+/* The canonical space was built with the rows' axes marked (they are the
+ * ones merged alike); reduced[] marks what the fusion reduces, which in an
+ * outer plan is every other axis. */
+static void set_row_axes(fz_plan *p, bool outer) {
+  for (int k = 0; k < p->rank; k++) {
+    p->row_axes[k] = p->reduced[k];
+    p->reduced[k] = outer ? !p->row_axes[k] : p->row_axes[k];
+  }
+}
+
 static void assign_phases(fz_plan *p) {
   p->phases = 0;
   for (int i = 0; i < p->num_nodes; i++) {
@@ -101,16 +111,17 @@ static void assign_phases(fz_plan *p) {
     for (int k = 0; k < n->num_operands; k++) {
       const fz_plan_node *o = &p->nodes[n->operands[k]];
       int op_phase = o->phase;
-      if (o->kind == FZ_NODE_REDUCE && o->post)
+      if (o->kind == FZ_NODE_REDUCE && o->space == FZ_SPACE_ROW)
         op_phase = o->phase; /* already counts its own round */
       if (op_phase > phase)
         phase = op_phase;
     }
     /* a reduction's value is ready a round after its operand: row
      * reductions; in outer plans, column reductions (a grid barrier) */
-    bool round = n->kind == FZ_NODE_REDUCE &&
-                 (n->post ||
-                  (n->column && p->kind == FZ_PLAN_OUTER_PERSISTENT));
+    bool round =
+        n->kind == FZ_NODE_REDUCE &&
+        (n->space == FZ_SPACE_ROW ||
+         (n->space == FZ_SPACE_COLUMN && p->kind == FZ_PLAN_OUTER_PERSISTENT));
     if (round)
       phase += 1;
     n->phase = phase;
@@ -158,17 +169,17 @@ static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
  * segmenter runs it as reductions and pointwise kernels instead. */
 static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
                              int columns) {
-  int64_t rows = fz_plan_kept_points(p);
+  int64_t rows = fz_plan_rows(p);
   /* what each held row keeps: the loads that vary along the rows (a
    * weight row is loaded once per thread) */
   int row_loads = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_LOAD || n->post || n->column)
+    if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL)
       continue;
     bool along_rows = false;
     for (int k = 0; k < p->rank; k++)
-      along_rows |= !p->reduced[k] && p->accesses[n->access].strides[k] != 0;
+      along_rows |= !p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
     row_loads += along_rows;
   }
   int64_t by = 512 / p->block_x;
@@ -199,7 +210,7 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   p->blocks = grid;
   p->cooperative = true;
   p->prefetch = false;
-  int64_t bound = rows + grid * by * held + fz_plan_reduced_points(p) +
+  int64_t bound = rows + grid * by * held + fz_plan_row_points(p) +
                   (int64_t)p->block_x * p->vector;
   p->index32 = fz_plan_fits_int32(p, bound);
   return true;
@@ -211,7 +222,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   int full_loads = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_LOAD || n->post || n->column)
+    if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL)
       continue;
     const fz_plan_access *a = &p->accesses[n->access];
     /* only what varies along the row is held in registers per element */
@@ -234,8 +245,8 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
                     : 1;
   }
 
-  int64_t rows = fz_plan_kept_points(p);
-  int64_t groups = fz_plan_reduced_points(p) / v;
+  int64_t rows = fz_plan_rows(p);
+  int64_t groups = fz_plan_row_points(p) / v;
   if (groups < 1 || rows < 1)
     return fz_dag_decline(d, "an empty row or no rows");
   /* Registers per thread that scale with the row: every tensor that varies
@@ -244,7 +255,8 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
    * about 128 registers, leaving room for the rest. */
   int columns = 0;
   for (int i = 0; i < p->num_nodes; i++)
-    columns += p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column;
+    columns += p->nodes[i].kind == FZ_NODE_REDUCE &&
+               p->nodes[i].space == FZ_SPACE_COLUMN;
   int per_element = (full_loads ? full_loads : 1) + columns;
   int64_t bx = groups < 32 ? pow2_ceil(groups) : 32;
   while ((cdiv(groups, bx) > 8 || cdiv(groups, bx) * v * per_element > 128) &&
@@ -255,7 +267,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
     return fz_dag_decline(d,
                           "%d row tensors of %lld elements do not fit in the "
                           "registers of one block",
-                          per_element, (long long)fz_plan_reduced_points(p));
+                          per_element, (long long)fz_plan_row_points(p));
   int64_t by = bx < 128 ? 128 / bx : 1;
   if (by > pow2_ceil(rows))
     by = pow2_ceil(rows);
@@ -283,7 +295,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   }
   p->blocks = p->grid_x;
   choose_prefetch(pb, p, tiles);
-  int64_t bound = rows + p->grid_x * by + fz_plan_reduced_points(p) + bx * v;
+  int64_t bound = rows + p->grid_x * by + fz_plan_row_points(p) + bx * v;
   p->index32 = fz_plan_fits_int32(p, bound);
   return true;
 }
@@ -403,11 +415,11 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   bool has_columns = false, has_full_use = false;
   for (int i = 0; i < d->num_nodes; i++) {
     const fz_plan_node *n = &d->nodes[i];
-    has_columns |= n->kind == FZ_NODE_REDUCE && n->column;
+    has_columns |= n->kind == FZ_NODE_REDUCE && n->space == FZ_SPACE_COLUMN;
     for (int k = 0; k < n->num_operands; k++) {
       const fz_plan_node *o = &d->nodes[n->operands[k]];
-      has_full_use |= o->kind == FZ_NODE_REDUCE && o->post && !n->post &&
-                      !n->column;
+      has_full_use |= o->kind == FZ_NODE_REDUCE && o->space == FZ_SPACE_ROW &&
+                      n->space == FZ_SPACE_FULL;
     }
   }
   /* A column sum feeding the full space or a row's would need every row
@@ -417,13 +429,14 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
    * space where an unrelated input was matched position by position). */
   for (int i = 0; i < d->num_nodes; i++) {
     const fz_plan_node *n = &d->nodes[i];
-    if (n->column || (outer && !n->post))
+    if (n->space == FZ_SPACE_COLUMN || (outer && n->space != FZ_SPACE_ROW))
       continue;
     for (int k = 0; k < n->num_operands; k++)
-      if (d->nodes[n->operands[k]].column)
-        return fz_dag_decline(d, "a column reduction is used back in the %s "
-                                 "space",
-                              n->post ? "rows'" : "full");
+      if (d->nodes[n->operands[k]].space == FZ_SPACE_COLUMN)
+        return fz_dag_decline(d,
+                              "a column reduction is used back in the %s "
+                              "space",
+                              n->space == FZ_SPACE_ROW ? "rows'" : "full");
   }
   if (outer && has_full_use)
     return fz_dag_decline(d, "an outer normalization with row reductions");
@@ -433,8 +446,8 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   bool used_back = false;
   for (int i = 0; i < d->num_nodes && outer; i++)
     for (int k = 0; k < d->nodes[i].num_operands; k++)
-      used_back |= !d->nodes[i].column &&
-                   d->nodes[d->nodes[i].operands[k]].column;
+      used_back |= d->nodes[i].space != FZ_SPACE_COLUMN &&
+                   d->nodes[d->nodes[i].operands[k]].space == FZ_SPACE_COLUMN;
   if (outer && !used_back)
     return fz_dag_decline(d, "no reduction is used back in the full space (a "
                              "plain outer reduction)");
@@ -449,6 +462,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                                               : "fz_inner_persistent");
   p->reference = fz_arena_strdup(arena, fz_value_label(ref, label, sizeof label));
   fz_dag_finish(d, &c, p);
+  set_row_axes(p, outer);
   assign_phases(p);
   if (p->phases > FZ_PLAN_MAX_PHASES)
     return fz_dag_decline(d, "%d rounds of reductions, one after another "

@@ -48,7 +48,7 @@ static bool is_pre_access(const fz_plan *p, int access) {
   for (int i = 0; i < p->num_nodes; i++)
     if ((p->nodes[i].kind == FZ_NODE_LOAD ||
          p->nodes[i].kind == FZ_NODE_STORE) &&
-        p->nodes[i].access == access && !p->nodes[i].post)
+        p->nodes[i].access == access && p->nodes[i].space == FZ_SPACE_FULL)
       return true;
   return false;
 }
@@ -265,7 +265,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     bool pre = false;
     for (int k = 0; k < d->num_nodes && !pre; k++)
       pre = d->nodes[k].kind == FZ_NODE_LOAD && d->nodes[k].access == i &&
-            !d->nodes[k].post;
+            d->nodes[k].space == FZ_SPACE_FULL;
     if (!pre)
       continue;
     int axes = 0;

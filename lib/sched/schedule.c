@@ -26,6 +26,23 @@ static const scheduler schedulers[] = {
     {"persistent", fz_persistent_can_schedule, fz_persistent_schedule},
 };
 
+/* A plan that breaks plan.h's rules is the scheduler's bug: an internal
+ * error here rather than a kernel lowering would refuse or miscompile. */
+static fz_status schedule_verified(const scheduler *s,
+                                   const fz_problem *problem, fz_arena *arena,
+                                   fz_plan **out, fz_error *err) {
+  fz_status st = s->schedule(problem, arena, out, err);
+  if (st)
+    return st;
+  fz_error why = {0};
+  if (fz_plan_verify(*out, &why) == FZ_OK)
+    return FZ_OK;
+  *out = NULL;
+  return fz_error_at(err, fz_error_loc(&why), FZ_ERR_INTERNAL,
+                     "the %s scheduler built an invalid plan for @%s: %s",
+                     s->name, problem->fusion->name, why.message);
+}
+
 fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_error *err) {
   char reasons[768] = "";
@@ -34,7 +51,7 @@ fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
   for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
     fz_reason why = {0};
     if (schedulers[i].can_schedule(problem, &why))
-      return schedulers[i].schedule(problem, arena, out, err);
+      return schedule_verified(&schedulers[i], problem, arena, out, err);
     int n = snprintf(reasons + used, sizeof reasons - used, "%s%s: %s",
                      used ? "; " : "", schedulers[i].name, why.text);
     if (n > 0 && (size_t)n < sizeof reasons - used)
