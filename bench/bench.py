@@ -908,7 +908,10 @@ def print_table(data):
 
 
 def selected(label, group, only):
-    return not only or any(o == group or o in label for o in only)
+    """Whether an --only item is in the row's name, or in its group and name
+    ("long_rows softmax forward bf16 65536x4096"): `long_rows` picks that
+    group, `long_rows RMS` its RMS norm rows."""
+    return not only or any(o in label or o in group + " " + label for o in only)
 
 
 def main():
@@ -918,12 +921,12 @@ def main():
     ap.add_argument("--fuse-run", default=os.path.join(HERE, "..", "build-gpu", "bin", "fuse-run"),
                     help="the fuse-run binary (default: build-gpu/bin/fuse-run)")
     ap.add_argument("--only", default="",
-                    help="comma-separated: run the workloads whose name "
-                         "contains one, or whose group one names (main, "
+                    help="comma-separated: run the workloads whose name, or "
+                         "group and name, contains one (groups: main, "
+                         "long_rows; 'long_rows RMS' is the RMS norm rows of "
                          "long_rows); with --sweep-only, the sweep families "
-                         "named (pointwise, inner, outer, persistent, "
-                         "inner_outer, transpose). Without it: the main "
-                         "group")
+                         "by key (pointwise, inner, outer, persistent, "
+                         "inner_outer, transpose). Without it: the main group")
     ap.add_argument("--iters", type=int, default=50, help="timed runs per measurement")
     ap.add_argument("--json", default="", help="write the raw numbers to this file")
     ap.add_argument("--report", default="",
@@ -957,13 +960,13 @@ def main():
     rows = []
     if not args.sweep_only:
         rows = [("main", w, None) for w in workloads()
-                if selected(w[0], "main", only or ["main"])]
+                if not only or selected(w[0], "main", only)]
         rows += [("long_rows", w[:4], w[4]) for w in long_row_workloads()
                  if only and selected(w[0], "long_rows", only)]
     families = []
     if args.sweep_only or (args.report and not only and not args.no_sweep):
         families = [f for f in SWEEP_FAMILIES
-                    if not args.sweep_only or selected(f[1], f[0], only)]
+                    if not args.sweep_only or not only or f[0] in only]
 
     name = torch.cuda.get_device_name()
     copy = copy_bandwidth(20)
