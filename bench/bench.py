@@ -9,9 +9,11 @@ last run (fuse-run times fz the same way). GB/s counts each input read once and
 each output written once; "% copy" is against a device-to-device copy
 measured here. Prints a Markdown table; --json writes the raw numbers;
 --report DIR writes DIR/report.md (the machine, the versions and the
-tables) and DIR/report.png (GB/s per workload, with the copy as a line;
-needs matplotlib, else only the Markdown is written) and DIR/results.json,
-from which --from-json regenerates the report without a GPU.
+tables), DIR/report.png (GB/s per workload, with the copy as a line),
+DIR/long_rows.png and DIR/sweep.png (% of copy against row length and
+against bytes moved; the charts need matplotlib, else only the Markdown
+is written) and DIR/results.json, from which --from-json regenerates the
+report without a GPU.
 
 Three groups of measurements:
 - main: the workloads of the table (the default);
@@ -450,6 +452,7 @@ def measure(label, fusion, sizes, build, args, iters, fresh_compile, print_plan)
     import torch
     row = dict(workload=label, bytes=None, fz_us=None, eager_us=None,
                compile_us=None, iters=iters)
+    inputs = None
     try:
         inputs, fn, row["bytes"] = build()
         row["eager_us"] = time_torch(fn, inputs, iters)
@@ -459,9 +462,9 @@ def measure(label, fusion, sizes, build, args, iters, fresh_compile, print_plan)
                 row["compile_us"] = time_torch(cfn, inputs, iters)
             except Exception as e:  # report, don't hide
                 print(f"# torch.compile failed on {label}: {e}", file=sys.stderr)
-        del inputs
     except Exception as e:
         print(f"# PyTorch failed on {label}: {e}", file=sys.stderr)
+    del inputs  # fuse-run, another process, needs the memory
     torch.cuda.empty_cache()
     fz, log = run_fz(args.fuse_run, fusion, sizes, iters, print_plan)
     row["fz_us"] = fz
