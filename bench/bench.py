@@ -550,7 +550,8 @@ def long_rows(data):
 
 def load_json(paths):
     """The saved results of one run, or of several merged into one (their
-    rows and sweep points in the order given; the machine and versions of
+    rows and sweep points in the order given, a row or point measured by
+    several runs as the last one measured it; the machine and versions of
     the first)."""
     data = None
     for path in paths:
@@ -568,7 +569,30 @@ def load_json(paths):
         data["sweep"] += d.get("sweep", [])
         data["checks"] += d.get("checks", [])
         data["copies"].append(d["copy_gbs"])
+    data["results"] = last_of_each(data["results"], ("group", "workload"))
+    data["sweep"] = last_of_each(data["sweep"], ("family", "workload"))
+    # Each run of long rows checks the same math: one line per check, the
+    # worst of the runs'.
+    checks = {}
+    for c in data.get("checks", []):
+        kept = checks.get(c["check"])
+        if kept is None or (kept.get("ok") and not c.get("ok")):
+            checks[c["check"]] = c
+    data["checks"] = list(checks.values())
     return data
+
+
+def last_of_each(items, keys):
+    """items without repeats of the same `keys`: each in its first place,
+    with the last repeat's numbers (a part run again replaces the first)."""
+    last = {tuple(i.get(k) for k in keys): i for i in items}
+    out, seen = [], set()
+    for i in items:
+        key = tuple(i.get(k) for k in keys)
+        if key not in seen:
+            seen.add(key)
+            out.append(last[key])
+    return out
 
 
 def write_report(data, out_dir):
@@ -708,8 +732,9 @@ def long_rows_section(data, out_dir, charts):
     for _, label, _, _ in LONG_ROW_KINDS:
         series = []
         for dname, style, marker in (("bf16", "-", "o"), ("f32", "--", "s")):
-            pts = sorted((r["n"], r) for r in rows
-                         if r.get("kind") == label and r.get("dtype") == dname)
+            pts = sorted(((r["n"], r) for r in rows
+                          if r.get("kind") == label and r.get("dtype") == dname),
+                         key=lambda p: p[0])
             for key, who, color in WAYS:
                 series.append(dict(label="%s %s" % (who, dname), color=color,
                                    style=style, marker=marker,
