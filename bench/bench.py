@@ -741,7 +741,8 @@ def long_rows_section(data, out_dir, charts):
                                    xs=[n for n, _ in pts],
                                    ys=[pct_copy(r, key, data["copy_gbs"])
                                        for _, r in pts]))
-        panels.append(dict(title=label, series=series))
+        if any(s["xs"] for s in series):
+            panels.append(dict(title=label, series=series))
     chart = write_lines_chart(panels, png, "row length (elements)", size_label,
                               "long rows", data, ncols=2)
     charts.append((png, chart))
@@ -870,6 +871,7 @@ def write_lines_chart(panels, path, xlabel, xtick_label, title, data, ncols):
         return "matplotlib is not installed (%s)" % e
     if not panels:
         return "no measurements"
+    ncols = min(ncols, len(panels))
     nrows = (len(panels) + ncols - 1) // ncols
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.4 * nrows + 0.8),
                              squeeze=False)
