@@ -873,7 +873,9 @@ def write_lines_chart(panels, path, xlabel, xtick_label, title, data, ncols):
         return "no measurements"
     ncols = min(ncols, len(panels))
     nrows = (len(panels) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.4 * nrows + 0.8),
+    # wide enough for the legend and the title whatever the panel count
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(9.5, 4.6 * ncols),
+                                                    3.4 * nrows + 0.8),
                              squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         xs_all = sorted({x for s in panel["series"] for x in s["xs"] if x})
