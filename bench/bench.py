@@ -326,11 +326,12 @@ def copy_bandwidth(iters):
 
 
 def compile_fresh(fn):
-    """torch.compile of fn specialised to the shapes it meets, compiled from
-    a clean state. Workloads share their builders' functions, and dynamo
-    keeps its compiled code per function: without the reset, a size after
-    the first would be compiled for dynamic shapes (automatic dynamic
-    shapes), and past its recompile limit (8) run eagerly."""
+    """torch.compile of fn for the shapes it meets, from a clean state.
+    Workloads share their builders' functions, and dynamo keeps compiled
+    code per function: by default a size after the first is compiled for
+    dynamic shapes (automatic dynamic shapes), and past the recompile
+    limit (8) the function runs eagerly. dynamic=False keeps every size
+    static; the reset starts each one at no recompiles."""
     import torch
     torch._dynamo.reset()
     return torch.compile(fn, dynamic=False)
