@@ -1030,9 +1030,12 @@ def main():
             print("# check: %s" % c, file=sys.stderr)
     started = time.time()
     for group, (label, fusion, sizes, build), fields in rows:
-        fresh = group != "main"
+        # Every row compiles from a clean dynamo state with static shapes
+        # (compile_fresh): rows that share a builder would otherwise run
+        # torch.compile's dynamic-shape code, or eager past its recompile
+        # limit, instead of what it compiles for that shape.
         row = measure(label, fusion, sizes, build, args, args.iters,
-                      fresh_compile=fresh, print_plan=fresh)
+                      fresh_compile=True, print_plan=group != "main")
         row.update(copy_gbs=copy, group=group, **(fields or {}))
         data["results"].append(row)
         save()
