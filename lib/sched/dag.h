@@ -137,16 +137,4 @@ fz_status fz_dag_schedule(const fz_problem *pb, fz_arena *arena,
                           fz_plan **out, fz_error *err, fz_dag_build_fn build,
                           const char *scheduler);
 
-/* pointwise.c: vectorization helpers shared by the schedulers. */
-bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
-                                  const fz_tensor_desc *d, int v);
-const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
-                                          const fz_plan_access *a);
-/* Lanes for 16-byte vectors of the narrowest access with unit innermost
- * stride among those `counts` accepts (NULL: all), at most 8. */
-int fz_plan_widest_vector(const fz_plan *p,
-                          bool (*counts)(const fz_plan_access *));
-/* Every offset, extent and the loop bound fit in int32. */
-bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound);
-
 #endif

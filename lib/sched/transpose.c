@@ -28,6 +28,7 @@
  *     offset and the base pointer allow).
  */
 #include "sched/dag.h"
+#include "sched/heuristics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,43 +141,23 @@ static int tiled_vector(const fz_problem *pb, const fz_plan *p,
   return v;
 }
 
+static bool not_tiled(const fz_plan *p, int access, const void *ctx) {
+  (void)p;
+  return !((const bool *)ctx)[access];
+}
+
 /* Lanes along A for the store side: 16-byte vectors of the narrowest
  * output or direct input contiguous along A, halved until A's extent and
- * every output allow them (inputs that cannot are read scalar). */
+ * every output allow them (inputs that cannot are read scalar); tiled
+ * inputs take their own width along B. */
 static void choose_vectors(const fz_problem *pb, fz_plan *p, const bool *tiled) {
-  int a = p->rank - 1;
-  size_t narrow = 0;
-  for (int i = 0; i < p->num_accesses; i++) {
-    size_t s = fz_dtype_size(p->accesses[i].dtype);
-    if (!tiled[i] && p->accesses[i].strides[a] == 1 && (!narrow || s < narrow))
-      narrow = s;
-  }
-  int w = narrow ? (int)(16 / narrow) : 1;
-  if (w > 8)
-    w = 8;
-  for (; w > 1; w /= 2) {
-    if (p->extents[a] % w != 0)
-      continue;
-    bool ok = true;
-    for (int i = 0; i < p->num_accesses && ok; i++) {
-      const fz_plan_access *x = &p->accesses[i];
-      if (x->is_output)
-        ok = fz_plan_access_can_vectorize(p, x, fz_plan_access_desc(pb, x), w);
-    }
-    if (ok)
-      break;
-  }
+  int w = fz_plan_widest_vector(p, not_tiled, tiled);
+  w = fz_plan_fit_vector(pb, p, w, true);
   p->vector = w;
-  for (int i = 0; i < p->num_accesses; i++) {
-    fz_plan_access *x = &p->accesses[i];
+  fz_plan_set_access_vectors(pb, p, w, not_tiled, tiled);
+  for (int i = 0; i < p->num_accesses; i++)
     if (tiled[i])
-      x->vector = tiled_vector(pb, p, x);
-    else
-      x->vector = w > 1 && fz_plan_access_can_vectorize(
-                               p, x, fz_plan_access_desc(pb, x), w)
-                      ? w
-                      : 1;
-  }
+      p->accesses[i].vector = tiled_vector(pb, p, &p->accesses[i]);
 }
 
 /* Step 4 and the grid. */
