@@ -62,6 +62,22 @@ void *fz_arena_alloc(fz_arena *arena, size_t size) {
   return p;
 }
 
+void fz_arena_absorb(fz_arena *into, fz_arena *from) {
+  arena_block *last = from->head;
+  if (last) {
+    while (last->next)
+      last = last->next;
+    /* behind into's head, which keeps serving into's allocations */
+    if (into->head) {
+      last->next = into->head->next;
+      into->head->next = from->head;
+    } else {
+      into->head = from->head;
+    }
+  }
+  free(from);
+}
+
 char *fz_arena_strndup(fz_arena *arena, const char *s, size_t n) {
   char *p = fz_arena_alloc(arena, n + 1);
   memcpy(p, s, n);

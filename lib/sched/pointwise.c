@@ -173,21 +173,11 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   return true;
 }
 
-bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why) {
-  fz_arena *arena = fz_arena_create();
+bool fz_pointwise_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why) {
   fz_dag d = {0};
-  fz_plan *plan = NULL;
-  bool ok = build(&d, problem, arena, why, &plan);
-  fz_arena_destroy(arena);
-  return ok;
-}
-
-fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err) {
-  fz_reason why = {0};
-  fz_dag d = {0};
-  if (!build(&d, problem, arena, &why, out))
-    return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
-                       "pointwise scheduler declined: %s", why.text);
-  return FZ_OK;
+  *out = NULL;
+  if (why)
+    *why = (fz_reason){0};
+  return build(&d, problem, arena, why, out);
 }

@@ -271,11 +271,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   return true;
 }
 
-bool fz_reduction_can_schedule(const fz_problem *problem, fz_reason *why) {
-  return fz_dag_can_schedule(problem, why, build_from);
-}
-
-fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
-                             fz_plan **out, fz_error *err) {
-  return fz_dag_schedule(problem, arena, out, err, build_from, "reduction");
+bool fz_reduction_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why) {
+  return fz_dag_try(problem, arena, out, why, build_from);
 }

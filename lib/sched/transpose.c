@@ -187,44 +187,22 @@ static bool choose_tiles(const fz_problem *pb, fz_plan *p, int size,
 }
 
 /* The pointwise plan of the problem, turned into a transpose plan. */
-static bool build(const fz_problem *pb, fz_arena *arena, fz_plan **out,
-                  fz_reason *why) {
-  fz_error err = {0};
+bool fz_transpose_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why) {
   fz_plan *p = NULL;
-  if (fz_pointwise_schedule(pb, arena, &p, &err) != FZ_OK) {
-    /* "pointwise scheduler declined: <why>": keep the why */
-    const char *colon = strstr(err.message, "declined: ");
-    decline(why, "%s", colon ? colon + 10 : err.message);
-    if (why)
-      why->loc = fz_error_loc(&err);
+  *out = NULL;
+  if (!fz_pointwise_try(problem, arena, &p, why))
     return false;
-  }
   verdict v;
-  if (!classify(pb, p, arena, &v, why))
+  if (!classify(problem, p, arena, &v, why))
     return false;
   p->kind = FZ_PLAN_TRANSPOSE;
   p->kernel_name = fz_arena_strdup(arena, "fz_transpose");
   p->tile_axis = v.axis_b;
   p->tiled = v.tiled;
-  if (!choose_tiles(pb, p, 64, NULL) && !choose_tiles(pb, p, 32, why))
+  if (!choose_tiles(problem, p, 64, NULL) &&
+      !choose_tiles(problem, p, 32, why))
     return false;
   *out = p;
   return true;
-}
-
-bool fz_transpose_can_schedule(const fz_problem *problem, fz_reason *why) {
-  fz_arena *arena = fz_arena_create();
-  fz_plan *plan = NULL;
-  bool ok = build(problem, arena, &plan, why);
-  fz_arena_destroy(arena);
-  return ok;
-}
-
-fz_status fz_transpose_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err) {
-  fz_reason why = {0};
-  if (!build(problem, arena, out, &why))
-    return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
-                       "transpose scheduler declined: %s", why.text);
-  return FZ_OK;
 }
