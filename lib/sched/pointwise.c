@@ -179,5 +179,8 @@ bool fz_pointwise_try(const fz_problem *problem, fz_arena *arena,
   *out = NULL;
   if (why)
     *why = (fz_reason){0};
-  return build(&d, problem, arena, why, out);
+  bool ok = build(&d, problem, arena, why, out);
+  if (ok && why) /* a reference candidate tried before may have declined */
+    *why = (fz_reason){0};
+  return ok;
 }

@@ -53,18 +53,23 @@ static const char *access_label(const fz_problem *pb, const fz_plan_access *a,
                         buf, n);
 }
 
-static bool decline(fz_reason *why, const char *fmt, ...)
+/* Sets the reason, located at the op that defines `about` (NULL: about
+ * the fusion as a whole), and returns false. */
+static bool decline(fz_reason *why, const fz_value *about, const char *fmt,
+                    ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
-static bool decline(fz_reason *why, const char *fmt, ...) {
+static bool decline(fz_reason *why, const fz_value *about, const char *fmt,
+                    ...) {
   if (why) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why->text, sizeof why->text, fmt, ap);
     va_end(ap);
+    why->loc = fz_value_loc(about);
   }
   return false;
 }
@@ -76,15 +81,16 @@ static bool classify(const fz_problem *pb, const fz_plan *p, fz_arena *arena,
   int a = p->rank - 1;
   *v = (verdict){.axis_b = -1};
   if (p->rank < 2)
-    return decline(why, "the canonical space is one axis: every access "
-                        "shares the innermost axis");
+    return decline(why, NULL,
+                   "the canonical space is one axis: every access shares "
+                   "the innermost axis");
   v->tiled = fz_arena_alloc(arena, sizeof(bool) * (size_t)p->num_accesses);
   int first = -1;
   for (int i = 0; i < p->num_accesses; i++) {
     const fz_plan_access *x = &p->accesses[i];
     if (x->is_output) {
       if (x->strides[a] != 1)
-        return decline(why,
+        return decline(why, pb->fusion->outputs[x->io],
                        "output %s is not contiguous along the reference's "
                        "innermost axis",
                        access_label(pb, x, l1, sizeof l1));
@@ -99,7 +105,7 @@ static bool classify(const fz_problem *pb, const fz_plan *p, fz_arena *arena,
     if (b < 0)
       continue; /* contiguous nowhere: read strided, as pointwise would */
     if (v->axis_b >= 0 && b != v->axis_b)
-      return decline(why,
+      return decline(why, NULL,
                      "inputs %s and %s are contiguous along different axes "
                      "(%d and %d)",
                      access_label(pb, &p->accesses[first], l1, sizeof l1),
@@ -111,10 +117,11 @@ static bool classify(const fz_problem *pb, const fz_plan *p, fz_arena *arena,
     v->num_tiled++;
   }
   if (v->axis_b < 0)
-    return decline(why, "no input is contiguous along another axis than the "
-                        "outputs' innermost (no layout change)");
+    return decline(why, NULL,
+                   "no input is contiguous along another axis than the "
+                   "outputs' innermost (no layout change)");
   if (p->extents[a] < MIN_EXTENT || p->extents[v->axis_b] < MIN_EXTENT)
-    return decline(why,
+    return decline(why, NULL,
                    "axes too short for tiles: %lld (innermost) and %lld "
                    "(inputs' innermost), each needs >= %d",
                    (long long)p->extents[a], (long long)p->extents[v->axis_b],
@@ -169,7 +176,7 @@ static bool choose_tiles(const fz_problem *pb, fz_plan *p, int size,
   p->threads = p->tile_a * p->tile_b / ELEMENTS_PER_THREAD;
   size_t bytes = fz_plan_tile_bytes(p);
   if (bytes > MAX_TILE_BYTES)
-    return decline(why,
+    return decline(why, NULL,
                    "tiles of the transposed inputs need %zu bytes of shared "
                    "memory (at most %d)",
                    bytes, MAX_TILE_BYTES);
