@@ -3,7 +3,9 @@
  * Memory in fz is owned by an arena per fusion (and, later, per
  * compilation), so that freeing is one call and IR nodes never need
  * individual frees. Blocks are chained; a request larger than the block
- * size gets a block of its own.
+ * size gets a block of its own. Absorbing another arena splices its chain
+ * into this one, so that work done in a scratch arena can be kept without
+ * copying it.
  */
 #include "fz/ir.h"
 

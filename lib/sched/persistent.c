@@ -25,7 +25,10 @@
  *     in registers. An outer normalization (every reduction keeps the
  *     innermost axis: batch norm) holds all its rows on chip instead,
  *     across a grid barrier per reduction round (outer_heuristics), or
- *     is declined when they do not fit.
+ *     is declined when they do not fit. Vector widths and 32-bit
+ *     indexing follow the shared rules of heuristics.c.
+ * The entry point, fz_persistent_try, drives steps 1-5 over the reference
+ * candidates (fz_dag_try).
  */
 #include "sched/dag.h"
 #include "sched/heuristics.h"

@@ -10,8 +10,11 @@
  *  4. Canonical axes in the reference's physical order.
  *  5. Heuristics: elements per thread from 16-byte vectors of the narrowest
  *     contiguous tensor, per-access vector widths from each tensor's own
- *     strides and alignment, unroll and grid from the group count and the
- *     number of SMs.
+ *     strides and alignment (the rules shared with the other schedulers,
+ *     heuristics.c), unroll and grid from the group count and the number
+ *     of SMs.
+ * The entry point, fz_pointwise_try, is the table's (schedule.c) and the
+ * transpose scheduler's first step.
  */
 #include "sched/dag.h"
 #include "sched/heuristics.h"

@@ -6,7 +6,7 @@
  *     kernel reads most), or a finer space it is computed from through
  *     single-operand ops: a reshape of a permuted input (seed 004's
  *     ReductionOnPermutedReshape) is affine only from the finer side,
- *     merges are, splits are not (fz_dag_schedule tries them in turn).
+ *     merges are, splits are not (fz_dag_try tries them in turn).
  *     Every value gets a map from its coordinates.
  *  2. The reduced (R) axes of the reference are the columns the reduced
  *     axes of that reduction map to; every reduction must reduce exactly
@@ -19,7 +19,10 @@
  *  5. Canonical axes in the *physical* order of the main input read in the
  *     full space — never the output's — with R and I axes merged only
  *     among themselves. Innermost R: inner reduction; innermost I: outer.
- *  6. Heuristics from the sizes and the device (below).
+ *  6. Heuristics from the sizes and the device (below; vector widths and
+ *     32-bit indexing by the shared rules of heuristics.c).
+ * The entry point, fz_reduction_try, drives steps 1-6 over the reference
+ * candidates (fz_dag_try).
  */
 #include "sched/dag.h"
 #include "sched/heuristics.h"

@@ -23,9 +23,12 @@
  *     input. Shared memory is static; more than 48 KiB of tiles falls back
  *     to 32x32 tiles, then declines.
  *  5. Vectors: along A for outputs and direct inputs (as pointwise
- *     chooses them, from each tensor's strides and alignment), along B for
- *     tiled inputs (16-byte loads where B's extent, the other strides, the
- *     offset and the base pointer allow).
+ *     chooses them, from each tensor's strides and alignment: the shared
+ *     rules of heuristics.c), along B for tiled inputs (16-byte loads
+ *     where B's extent, the other strides, the offset and the base
+ *     pointer allow).
+ * The entry point is fz_transpose_try: fz_pointwise_try's plan and, when
+ * pointwise declines, its reason.
  */
 #include "sched/dag.h"
 #include "sched/heuristics.h"
