@@ -35,7 +35,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
 enum {
   MIN_EXTENT = 32,              /* of A and of B */
