@@ -117,29 +117,15 @@ bool fz_dense_cover(const int64_t *sizes, const int64_t *strides, int n);
 int64_t fz_desc_numel(const fz_tensor_desc *d);
 
 /* Reduction-based schedulers build a plan from one reference candidate;
- * these drive them over fz_dag_reference_candidates (finest first) and
- * wrap them as can_schedule / schedule. The reason kept is the first
+ * fz_dag_try drives `build` over fz_dag_reference_candidates (finest
+ * first) as a scheduler's entry point (plan.h): the first candidate whose
+ * plan's parameters fit is the plan; the reason kept is the first
  * candidate's (the reduction's own input). */
 typedef bool (*fz_dag_build_fn)(fz_dag *d, const fz_problem *pb,
                                 fz_arena *arena, fz_reason *why,
                                 const fz_op *first, const fz_value *ref,
                                 fz_plan **out);
-bool fz_dag_can_schedule(const fz_problem *pb, fz_reason *why,
-                         fz_dag_build_fn build);
-fz_status fz_dag_schedule(const fz_problem *pb, fz_arena *arena,
-                          fz_plan **out, fz_error *err, fz_dag_build_fn build,
-                          const char *scheduler);
-
-/* pointwise.c: vectorization helpers shared by the schedulers. */
-bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
-                                  const fz_tensor_desc *d, int v);
-const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
-                                          const fz_plan_access *a);
-/* Lanes for 16-byte vectors of the narrowest access with unit innermost
- * stride among those `counts` accepts (NULL: all), at most 8. */
-int fz_plan_widest_vector(const fz_plan *p,
-                          bool (*counts)(const fz_plan_access *));
-/* Every offset, extent and the loop bound fit in int32. */
-bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound);
+bool fz_dag_try(const fz_problem *pb, fz_arena *arena, fz_plan **out,
+                fz_reason *why, fz_dag_build_fn build);
 
 #endif

@@ -16,6 +16,7 @@
  * so a frame or a node holds a pointer and maps compare by address.
  */
 #include "sched/dag.h"
+#include "sched/heuristics.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -163,13 +164,6 @@ static int literal_node(fz_dag *d, const fz_value *v, fz_space space) {
                    NULL);
 }
 
-static bool is_reduced_dim(const fz_op *op, int axis) {
-  for (int k = 0; k < op->num_dims; k++)
-    if (op->dims[k] == axis)
-      return true;
-  return false;
-}
-
 /* The space a reduction's result lives in, or false (declined) when the
  * reduction cannot be computed where it is used. */
 static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
@@ -193,7 +187,7 @@ static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
       if (d->ref_sizes[r] > 1)
         nontrivial |= 1u << r;
     for (int a = 0; a < in->type.rank; a++)
-      if (is_reduced_dim(op, a))
+      if (fz_op_reduces_axis(op, a))
         reduced |= fz_map_row_columns(d->maps[in->id], a);
     reduced &= nontrivial;
     if (reduced == (d->rcols & nontrivial))

@@ -25,28 +25,16 @@
  *     in registers. An outer normalization (every reduction keeps the
  *     innermost axis: batch norm) holds all its rows on chip instead,
  *     across a grid barrier per reduction round (outer_heuristics), or
- *     is declined when they do not fit.
+ *     is declined when they do not fit. Vector widths and 32-bit
+ *     indexing follow the shared rules of heuristics.c.
+ * The entry point, fz_persistent_try, drives steps 1-5 over the reference
+ * candidates (fz_dag_try).
  */
 #include "sched/dag.h"
+#include "sched/heuristics.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int64_t pow2_ceil(int64_t n) {
-  int64_t p = 1;
-  while (p < n)
-    p *= 2;
-  return p;
-}
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static bool is_reduced_dim(const fz_op *op, int axis) {
-  for (int d = 0; d < op->num_dims; d++)
-    if (op->dims[d] == axis)
-      return true;
-  return false;
-}
 
 /* Physical order of the reference axes: the strides, through its map, of
  * the input that spans most of them; row-major where none says. */
@@ -185,11 +173,11 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   int64_t by = 512 / p->block_x;
   if (by < 1)
     by = 1;
-  if (by > pow2_ceil(rows))
-    by = pow2_ceil(rows);
-  int64_t tiles = cdiv(rows, by);
+  if (by > fz_pow2_ceil(rows))
+    by = fz_pow2_ceil(rows);
+  int64_t tiles = fz_cdiv(rows, by);
   int64_t grid = pb->device.num_sms < tiles ? pb->device.num_sms : tiles;
-  int64_t held = cdiv(tiles, grid);
+  int64_t held = fz_cdiv(tiles, grid);
   int64_t lanes = (int64_t)p->persistent * p->vector;
   int64_t regs = held * lanes * (row_loads ? row_loads : 1) + columns * lanes;
   if (regs > 128)
@@ -216,34 +204,30 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   return true;
 }
 
+/* The accesses a full-space load reads (ctx: one flag per access). */
+static bool loaded_in_full_space(const fz_plan *p, int access,
+                                 const void *ctx) {
+  (void)p;
+  return ((const bool *)ctx)[access];
+}
+
 static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   int last = p->rank - 1;
-  size_t narrow = 0;
   int full_loads = 0;
+  bool *full =
+      fz_arena_alloc(d->arena, sizeof *full * (size_t)p->num_accesses);
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
     if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL)
       continue;
-    const fz_plan_access *a = &p->accesses[n->access];
     /* only what varies along the row is held in registers per element */
-    full_loads += a->strides[last] != 0;
-    size_t s = fz_dtype_size(a->dtype);
-    if (a->strides[last] == 1 && (narrow == 0 || s < narrow))
-      narrow = s;
+    full_loads += p->accesses[n->access].strides[last] != 0;
+    full[n->access] = true;
   }
-  int v = narrow ? (int)(16 / narrow) : 1;
-  if (v > 8)
-    v = 8;
-  while (v > 1 && p->extents[last] % v != 0)
-    v /= 2;
+  int v = fz_plan_widest_vector(p, loaded_in_full_space, full);
+  v = fz_plan_fit_vector(pb, p, v, false);
   p->vector = v;
-  for (int i = 0; i < p->num_accesses; i++) {
-    fz_plan_access *a = &p->accesses[i];
-    a->vector = v > 1 && fz_plan_access_can_vectorize(
-                             p, a, fz_plan_access_desc(pb, a), v)
-                    ? v
-                    : 1;
-  }
+  fz_plan_set_access_vectors(pb, p, v, NULL, NULL);
 
   int64_t rows = fz_plan_rows(p);
   int64_t groups = fz_plan_row_points(p) / v;
@@ -258,26 +242,27 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
     columns += p->nodes[i].kind == FZ_NODE_REDUCE &&
                p->nodes[i].space == FZ_SPACE_COLUMN;
   int per_element = (full_loads ? full_loads : 1) + columns;
-  int64_t bx = groups < 32 ? pow2_ceil(groups) : 32;
-  while ((cdiv(groups, bx) > 8 || cdiv(groups, bx) * v * per_element > 128) &&
+  int64_t bx = groups < 32 ? fz_pow2_ceil(groups) : 32;
+  while ((fz_cdiv(groups, bx) > 8 ||
+          fz_cdiv(groups, bx) * v * per_element > 128) &&
          bx < 1024)
     bx *= 2;
-  int64_t per_thread = cdiv(groups, bx);
+  int64_t per_thread = fz_cdiv(groups, bx);
   if (per_thread * v * per_element > 160)
     return fz_dag_decline(d,
                           "%d row tensors of %lld elements do not fit in the "
                           "registers of one block",
                           per_element, (long long)fz_plan_row_points(p));
   int64_t by = bx < 128 ? 128 / bx : 1;
-  if (by > pow2_ceil(rows))
-    by = pow2_ceil(rows);
+  if (by > fz_pow2_ceil(rows))
+    by = fz_pow2_ceil(rows);
   p->block_x = (int)bx;
   p->block_y = (int)by;
   p->persistent = (int)per_thread;
   p->threads = (int)(bx * by);
   p->unroll = 1;
   p->split = 1;
-  int64_t tiles = cdiv(rows, by);
+  int64_t tiles = fz_cdiv(rows, by);
   int64_t blocks_per_sm = 2048 / (bx * by);
   if (blocks_per_sm > 16)
     blocks_per_sm = 16;
@@ -341,7 +326,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                                label);
     unsigned reduced = 0;
     for (int a = 0; a < in->type.rank; a++)
-      if (is_reduced_dim(op, a))
+      if (fz_op_reduces_axis(op, a))
         reduced |= fz_map_row_columns(d->maps[in->id], a);
     reduced &= nontrivial;
     if (reduced & (1u << inner)) {
@@ -474,11 +459,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   return true;
 }
 
-bool fz_persistent_can_schedule(const fz_problem *problem, fz_reason *why) {
-  return fz_dag_can_schedule(problem, why, build_from);
-}
-
-fz_status fz_persistent_schedule(const fz_problem *problem, fz_arena *arena,
-                             fz_plan **out, fz_error *err) {
-  return fz_dag_schedule(problem, arena, out, err, build_from, "persistent");
+bool fz_persistent_try(const fz_problem *problem, fz_arena *arena,
+                       fz_plan **out, fz_reason *why) {
+  return fz_dag_try(problem, arena, out, why, build_from);
 }

@@ -338,41 +338,72 @@ bool fz_plan_params_fit(const fz_plan *plan, fz_reason *why);
 bool fz_problem_params_fit(const fz_problem *problem, fz_reason *why);
 bool fz_outputs_params_fit(int num_outputs, fz_reason *why);
 
+/* Every scheduler has one entry point, fz_<name>_try, that either builds
+ * its plan or says why not:
+ *  - accepted: returns true, *out is the plan, allocated in `arena`;
+ *  - declined: returns false, *out is NULL, and *why (may be NULL) holds
+ *    the reason and the location of the op it is about. Memory the
+ *    attempt took stays in `arena` (fz_schedule_first gives each attempt
+ *    a scratch arena).
+ * Declining is the only way a scheduler fails: running out of memory in
+ * an arena is fatal (fz_arena_alloc), so there is no fz_status to return.
+ * The shared rules they apply are in heuristics.h. */
+typedef bool (*fz_scheduler_try)(const fz_problem *problem, fz_arena *arena,
+                                 fz_plan **out, fz_reason *why);
+
 /* pointwise.c: accepts fusions without reductions whose every output and
- * input maps affinely onto the reference output's iteration space. On
- * success the plan lives in `arena`. */
-bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why);
-fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err);
+ * input maps affinely onto the reference output's iteration space. */
+bool fz_pointwise_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why);
 
 /* reduction.c: accepts fusions whose reductions all reduce the same axes
  * of one iteration space, with a pointwise prologue and an epilogue that
  * only uses reduced values and tensors constant along the reduced axes.
  * Inner vs outer is decided by the physical order of what is read. */
-bool fz_reduction_can_schedule(const fz_problem *problem, fz_reason *why);
-fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err);
+bool fz_reduction_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why);
 
 /* persistent.c: accepts fusions whose reductions reduce either the
  * physically innermost axes of one space (row reductions, whose results
  * may be used back in the full space: normalizations) or exactly the
  * other axes (column reductions, with row reductions present), when a row
  * fits in registers. */
-bool fz_persistent_can_schedule(const fz_problem *problem, fz_reason *why);
-fz_status fz_persistent_schedule(const fz_problem *problem, fz_arena *arena,
-                                 fz_plan **out, fz_error *err);
+bool fz_persistent_try(const fz_problem *problem, fz_arena *arena,
+                       fz_plan **out, fz_reason *why);
 
 /* transpose.c: accepts what the pointwise scheduler accepts when some
  * input is contiguous along another canonical axis (B) than the outputs
  * (A, the innermost), both axes are long enough to fill tiles, and the
  * tiles fit in shared memory; declines (pointwise then takes the fusion)
  * when every access shares the innermost axis. */
-bool fz_transpose_can_schedule(const fz_problem *problem, fz_reason *why);
-fz_status fz_transpose_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err);
+bool fz_transpose_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why);
 
-/* schedule.c: pick the scheduler for a fusion taken whole (a whole fusion
- * or one segment of it: segment.c splits what no scheduler takes). */
+/* schedule.c: the scheduler table (transpose, pointwise, reduction,
+ * persistent: the order they are asked in) and the questions asked of it,
+ * for a fusion taken whole (a whole fusion or one segment of it:
+ * segment.c splits what no scheduler takes). */
+enum { FZ_NUM_SCHEDULERS = 4 };
+/* Room for fz_schedule_reasons' text: every reason whole. */
+#define FZ_SCHEDULE_REASONS_CHARS (FZ_NUM_SCHEDULERS * (256 + 16))
+
+/* Asks the schedulers in order, each in a scratch arena of its own, and
+ * returns the name of the first that accepts. Its plan is moved into
+ * `arena` and returned in *out; with arena NULL only the verdict is
+ * wanted and the plan is freed. NULL when none accepts; why (may be
+ * NULL) then holds every scheduler's reason, in table order (when one
+ * accepts, the reasons of those asked before it). Each scheduler builds
+ * at most one plan. */
+const char *fz_schedule_first(const fz_problem *problem, fz_arena *arena,
+                              fz_plan **out,
+                              fz_reason why[FZ_NUM_SCHEDULERS]);
+/* The reasons of a fusion no scheduler accepts, as "transpose: why;
+ * pointwise: why; ...", in out (n bytes, truncated to fit). */
+void fz_schedule_reasons(const fz_reason why[FZ_NUM_SCHEDULERS], char *out,
+                         size_t n);
+/* The plan of the first scheduler that accepts, in arena; when none does,
+ * FZ_ERR_UNSUPPORTED "no scheduler accepts fusion @f (reasons)" located
+ * at the first reason that names an op. */
 fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_error *err);
 /* Each scheduler's verdict on the whole fusion, one line each (--explain). */
