@@ -2,8 +2,9 @@
  * scheduler is asked in turn; the first that accepts builds the plan, and
  * when none does, the error lists every reason and points at the op the
  * first reason about one names. Reasons about the kind of fusion ("%s is
- * a reduction" to the pointwise scheduler, "no reduction" to the others)
- * point at no op: only an op a scheduler fails on is a place to look.
+ * a reduction" from the pointwise and transpose schedulers, "fusion has no
+ * reduction" from the reduction and persistent ones) point at no op: only
+ * an op a scheduler fails on is a place to look.
  * Segmentation (segment.c) splits a fusion no scheduler takes whole.
  */
 #include "sched/plan.h"
