@@ -1,6 +1,7 @@
-/* dag.h - building a plan's node DAG and its canonical iteration space;
- * shared by the pointwise, transpose, reduction and persistent
- * schedulers.
+/* dag.h - building a plan's node DAG and its canonical iteration space,
+ * for the pointwise, reduction and persistent schedulers (the transpose
+ * scheduler starts from the pointwise plan), and the vectorization helpers
+ * of pointwise.c that all four share.
  *
  * Every value reachable from the outputs gets an affine map from the
  * reference's coordinates (index_map.h), found once per value (any one:
@@ -68,7 +69,7 @@ typedef struct fz_canon {
  * takes the memory of one. */
 void fz_dag_init(fz_dag *d, const fz_problem *problem, fz_arena *arena,
                  const int64_t *ref_sizes, int ref_rank, fz_reason *why);
-/* The interned copy of m (dag.h), allocated in the dag's arena. */
+/* The interned copy of m (see map_index), allocated in the dag's arena. */
 const fz_index_map *fz_dag_intern(fz_dag *d, const fz_index_map *m);
 /* Seeds the identity map at `reference`, then finds maps backward and
  * forward. Returns false (with a reason) if some output has none. */

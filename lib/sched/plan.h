@@ -267,9 +267,11 @@ int fz_plan_num_params(const fz_plan *plan);
 void fz_plan_launch_shape(const fz_plan *plan, unsigned grid[3],
                           unsigned block[3]);
 size_t fz_plan_shared_bytes(const fz_plan *plan);
-/* Fill the i64 scalars (everything after the pointers) in order. */
+/* Fill the i64 scalars in order: the group count, the extents, each
+ * access's strides and offset (the parameters between the access pointers
+ * and the workspace pointers). */
 void fz_plan_scalar_params(const fz_plan *plan, int64_t *out);
-/* Elements per group and number of groups in the whole space. */
+/* The number of groups (`vector` elements each) in the whole space. */
 int64_t fz_plan_num_groups(const fz_plan *plan);
 
 /* Reduction plans: points of the kept space, length of the reduced space,

@@ -4,8 +4,9 @@
  * plan, which fz_plan_verify checks (plan_verify.c), and when none does,
  * the error lists every reason and points at
  * the op the first reason about one names. Reasons about the kind of
- * fusion ("%s is a reduction" to the pointwise scheduler, "no reduction"
- * to the others) point at no op: only an op a scheduler fails on is a
+ * fusion ("%s is a reduction" from the pointwise and transpose schedulers,
+ * "fusion has no reduction" from the reduction and persistent ones) point
+ * at no op: only an op a scheduler fails on is a
  * place to look. Segmentation (segment.c) splits a fusion no scheduler
  * takes whole.
  *
