@@ -343,10 +343,10 @@ class Ops:
     def mean(self, x, dims=None, keepdim=False):
         """sum / (number of elements reduced), as torch.mean: the count is
         baked into the fusion, which is rebuilt per distinct count."""
-        if dims is None:
-            dims = list(range(x.ndim))
         if isinstance(dims, int):
             dims = [dims]
+        if dims is None or (not dims and x.ndim):  # dim=[]: every axis
+            dims = list(range(x.ndim))
         dims = _norm_dims(dims, x.ndim, "mean")
         s = self._reduce("sum", x, dims, keepdim)
         count = [Size(x, d) for d in dims]
