@@ -18,9 +18,9 @@
  *    min/max, comparisons, casts, shape ops, amax/amin and integer math on
  *    exact operands (lib/lower/compute.c matches the interpreter there).
  *    Transcendentals and float sums are not. Discontinuous ops (floor,
- *    round, float mod, anything with an integer or bool result) take only
- *    exact operands, so a last-ulp difference never becomes a different
- *    integer.
+ *    round, trunc, sign, frac, float mod and fmod, anything with an
+ *    integer or bool result) take only exact operands, so a last-ulp
+ *    difference never becomes a different integer.
  *  - level: for an inexact value, the coarsest float dtype it was rounded
  *    to. An output may not be finer: an f64 value computed from an f32 exp
  *    is cast to f32 before it is returned. An f16/bf16-level value may be
