@@ -101,6 +101,10 @@ enum {
   FZ_F_COMMUTATIVE = 1 << 2, /* operands may be swapped */
   FZ_F_LIBDEVICE = 1 << 3,   /* lowering calls libdevice for float types */
   FZ_F_INT_TO_I64 = 1 << 4,  /* integer/bool inputs accumulate to i64 */
+  /* Operand dtypes the op is defined on, checked on their promotion. */
+  FZ_F_FLOAT_ONLY = 1 << 5, /* floats only */
+  FZ_F_INT_ONLY = 1 << 6,   /* integers and bool only */
+  FZ_F_NO_BOOL = 1 << 7,    /* not bool */
 };
 
 typedef enum fz_opcode {
