@@ -355,6 +355,10 @@ static bool start(fz_dag *d, stack *s, int *done) {
       push_frame(s, in, d->maps[in->id], FZ_SPACE_FULL); /* moves f */
       return false;
     }
+    case FZ_KIND_SYMBOL:
+      *done = -1;
+      return fz_dag_decline_at(d, op->result, "symbol reads have no node"),
+             true;
     }
     *done = -1;
     return true;
