@@ -601,6 +601,16 @@ fz_value *fz_build_iota(fz_fusion *fusion, fz_dtype dtype, int64_t extent,
 fz_value *fz_build_symbol(fz_fusion *fusion, const char *symbol,
                           fz_error *err);
 
+/* torch.nan_to_num(a, nan, posinf, neginf): a with NaN replaced by `nan`,
+ * +inf by *posinf and -inf by *neginf, each converted to a's dtype (NULL:
+ * the dtype's largest finite value, and its negation, as PyTorch's
+ * defaults). Not one op but a composite of isnan, eq and where ops; the
+ * result is the last where. Integer and bool operands hold no NaN or
+ * infinity: the result is a copy (a set op), as in PyTorch. */
+fz_value *fz_build_nan_to_num(fz_fusion *fusion, fz_value *a, double nan,
+                              const double *posinf, const double *neginf,
+                              fz_error *err);
+
 /* Reading a fusion's interface. Out-of-range indices give NULL; none of
  * these fail otherwise. Returned strings belong to the fusion. */
 const char *fz_fusion_name(const fz_fusion *fusion);

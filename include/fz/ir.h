@@ -29,6 +29,10 @@ fz_arena *fz_arena_create(void);
 void fz_arena_destroy(fz_arena *arena);
 /* Zeroed, 16-byte aligned. Dies (broken invariant) only if malloc fails. */
 void *fz_arena_alloc(fz_arena *arena, size_t size);
+/* `into` takes over every allocation of `from`, which is destroyed: what
+ * was built in a scratch arena, kept only if it turned out to be wanted,
+ * joins the arena it is kept in without being copied. */
+void fz_arena_absorb(fz_arena *into, fz_arena *from);
 char *fz_arena_strdup(fz_arena *arena, const char *s);
 char *fz_arena_strndup(fz_arena *arena, const char *s, size_t n);
 /* Grow *items (an arena array of pointers) to hold one more and append. */
@@ -98,6 +102,10 @@ enum {
   FZ_F_COMMUTATIVE = 1 << 2, /* operands may be swapped */
   FZ_F_LIBDEVICE = 1 << 3,   /* lowering calls libdevice for float types */
   FZ_F_INT_TO_I64 = 1 << 4,  /* integer/bool inputs accumulate to i64 */
+  /* Operand dtypes the op is defined on, checked on their promotion. */
+  FZ_F_FLOAT_ONLY = 1 << 5, /* floats only */
+  FZ_F_INT_ONLY = 1 << 6,   /* integers and bool only */
+  FZ_F_NO_BOOL = 1 << 7,    /* not bool */
 };
 
 typedef enum fz_opcode {

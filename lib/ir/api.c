@@ -15,6 +15,7 @@
  */
 #include "fz/ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,44 @@ fz_value *fz_build_symbol(fz_fusion *f, const char *symbol, fz_error *err) {
     return NULL;
   }
   return fz_read_symbol(f, index, err);
+}
+
+/* The largest finite value of a float dtype: nan_to_num's default for
+ * +inf (and its negation for -inf), std::numeric_limits<T>::max() in
+ * PyTorch. */
+static double float_max(fz_dtype dtype) {
+  switch (dtype) {
+  case FZ_F64:
+    return 0x1.fffffffffffffp1023;
+  case FZ_F16:
+    return 65504.0;
+  case FZ_BF16:
+    return 0x1.fep127;
+  default:
+    return 0x1.fffffep127;
+  }
+}
+
+fz_value *fz_build_nan_to_num(fz_fusion *f, fz_value *a, double nan,
+                              const double *posinf, const double *neginf,
+                              fz_error *err) {
+  if (!check_operand(f, a, "nan_to_num", err))
+    return NULL;
+  if (!fz_dtype_is_float(a->type.dtype)) /* nothing to replace */
+    return fz_set(f, a, err);
+  double pos = posinf ? *posinf : float_max(a->type.dtype);
+  double neg = neginf ? *neginf : -float_max(a->type.dtype);
+  /* where(isnan(a), nan, where(a == inf, pos, where(a == -inf, neg, a))):
+   * every op is valid for a float operand, so none fails once a is. */
+  fz_value *is_nan = fz_unary(f, FZ_OP_ISNAN, a, err);
+  fz_value *is_pos = fz_binary(f, FZ_OP_EQ, a, fz_literal_float(f, INFINITY),
+                               err);
+  fz_value *is_neg = fz_binary(f, FZ_OP_EQ, a, fz_literal_float(f, -INFINITY),
+                               err);
+  fz_value *r = fz_ternary(f, FZ_OP_WHERE, is_neg, fz_literal_float(f, neg),
+                           a, err);
+  r = fz_ternary(f, FZ_OP_WHERE, is_pos, fz_literal_float(f, pos), r, err);
+  return fz_ternary(f, FZ_OP_WHERE, is_nan, fz_literal_float(f, nan), r, err);
 }
 
 /* ---- reading ------------------------------------------------------------ */

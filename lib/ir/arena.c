@@ -3,7 +3,9 @@
  * Memory in fz is owned by an arena per fusion (and, later, per
  * compilation), so that freeing is one call and IR nodes never need
  * individual frees. Blocks are chained; a request larger than the block
- * size gets a block of its own.
+ * size gets a block of its own. Absorbing another arena splices its chain
+ * into this one, so that work done in a scratch arena can be kept without
+ * copying it.
  */
 #include "fz/ir.h"
 
@@ -60,6 +62,22 @@ void *fz_arena_alloc(fz_arena *arena, size_t size) {
   b->used += size;
   memset(p, 0, size);
   return p;
+}
+
+void fz_arena_absorb(fz_arena *into, fz_arena *from) {
+  arena_block *last = from->head;
+  if (last) {
+    while (last->next)
+      last = last->next;
+    /* behind into's head, which keeps serving into's allocations */
+    if (into->head) {
+      last->next = into->head->next;
+      into->head->next = from->head;
+    } else {
+      into->head = from->head;
+    }
+  }
+  free(from);
 }
 
 char *fz_arena_strndup(fz_arena *arena, const char *s, size_t n) {

@@ -81,6 +81,43 @@ static bool normalize_axes(const char *name, fz_op_kind kind,
   return true;
 }
 
+/* PyTorch's reductions over no dims: an empty dim list reduces every axis
+ * (torch.sum(x, dim=[]), torch.amax(x, dim=())), and a rank-0 operand,
+ * whose only dims are 0 and -1, has nothing to reduce: the result is the
+ * value, in the reduction's result dtype (sum of a bool is i64). Rewritten
+ * here so that a reduction op always reduces at least one axis. Returns
+ * true with *out set (NULL on error) when the call was rewritten to a cast
+ * or copy. */
+static bool reduce_nothing(fz_fusion *f, fz_opcode code, fz_value *a,
+                           fz_attrs *attrs, fz_value **out, fz_error *err) {
+  const char *name = fz_op_table[code].name;
+  if (a->type.rank > 0) {
+    if (attrs->num_dims == 0) {
+      attrs->num_dims = a->type.rank;
+      for (int i = 0; i < a->type.rank; i++)
+        attrs->dims[i] = i;
+    }
+    return false;
+  }
+  *out = NULL;
+  for (int i = 0; i < attrs->num_dims; i++) {
+    if (attrs->dims[i] != 0 && attrs->dims[i] != -1) {
+      fz_error_set(err, FZ_ERR_INVALID,
+                   "%s: dim %d is out of range for a rank-0 operand (only 0 "
+                   "and -1 name its one position, as in PyTorch)",
+                   name, attrs->dims[i]);
+      return true;
+    }
+    if (i > 0) {
+      fz_error_set(err, FZ_ERR_INVALID, "%s: dims name axis 0 twice", name);
+      return true;
+    }
+  }
+  fz_dtype dtype = fz_op_result_dtype(code, fz_promote(1, &a));
+  *out = dtype == a->type.dtype ? fz_set(f, a, err) : fz_cast(f, a, dtype, err);
+  return true;
+}
+
 fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
                    fz_value *const *operands, const fz_attrs *attrs,
                    fz_error *err) {
@@ -108,6 +145,13 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
       return NULL;
     }
   fz_attrs normalized = *attrs;
+  fz_value *rewritten;
+  if ((unsigned)code < FZ_NUM_OPCODES &&
+      fz_op_table[code].kind == FZ_KIND_REDUCTION && num_operands == 1 &&
+      operands[0] && normalized.num_dims >= 0 &&
+      normalized.num_dims <= FZ_MAX_RANK &&
+      reduce_nothing(f, code, operands[0], &normalized, &rewritten, err))
+    return rewritten;
   if ((unsigned)code < FZ_NUM_OPCODES &&
       !normalize_axes(name, fz_op_table[code].kind,
                       num_operands > 0 ? operands[0] : NULL, &normalized,

@@ -293,16 +293,21 @@ static fz_status infer_pointwise_shape(infer_ctx *c, int n,
 }
 
 /* The dtype an op converts its literal operands to before computing (as
- * the interpreter does): comparisons their promoted dtype, and/or/not and
- * isnan none that could not hold a literal (they look at nonzero-ness or
- * the value itself), every other op its result dtype. */
+ * the interpreter does): comparisons their promoted dtype, the logical ops
+ * and the tests of a value (isnan, isinf, isfinite, signbit) none that
+ * could not hold a literal (they look at nonzero-ness or the value
+ * itself), every other op its result dtype. */
 static fz_dtype literal_target(fz_opcode code, fz_dtype promoted,
                                fz_dtype result) {
   switch (code) {
   case FZ_OP_NOT:
   case FZ_OP_AND:
   case FZ_OP_OR:
+  case FZ_OP_XOR:
   case FZ_OP_ISNAN:
+  case FZ_OP_ISINF:
+  case FZ_OP_ISFINITE:
+  case FZ_OP_SIGNBIT:
     return FZ_F64;
   default:
     return fz_op_table[code].flags & FZ_F_TO_BOOL ? promoted : result;
@@ -347,7 +352,20 @@ static fz_status infer_pointwise(infer_ctx *c, fz_opcode code, int n,
     num_promoted = n - 1;
   }
   fz_dtype p = fz_promote(num_promoted, promoted_ops);
-  if (p == FZ_BOOL && (code == FZ_OP_NEG || code == FZ_OP_ABS))
+  unsigned flags = fz_op_table[code].flags;
+  if ((flags & FZ_F_FLOAT_ONLY) && !fz_dtype_is_float(p))
+    return fail(c, "is only defined on floating-point operands, not %s (as "
+                   "in PyTorch); cast them first",
+                fz_dtype_name(p));
+  if ((flags & FZ_F_INT_ONLY) && fz_dtype_is_float(p))
+    return fail(c, "is only defined on integer and bool operands, not %s (as "
+                   "in PyTorch)",
+                fz_dtype_name(p));
+  if (p == FZ_BOOL && (flags & FZ_F_NO_BOOL))
+    return fail(c, "is not defined on bool operands (as in PyTorch); cast "
+                   "them to an integer dtype first");
+  /* abs of bool is the value itself, as in PyTorch; neg has no meaning */
+  if (p == FZ_BOOL && code == FZ_OP_NEG)
     return fail(c, "is not defined on bool (use not for logical negation)");
   if (p == FZ_BOOL && code == FZ_OP_SUB)
     return fail(c, "subtraction of bool values is not supported (as in "

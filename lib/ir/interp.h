@@ -26,6 +26,11 @@ int64_t fz_interp_wrap_int(int64_t v, fz_dtype dtype);
  * float form returns an unrounded double (comparisons give 0 or 1). */
 double fz_interp_float_op(fz_opcode code, double a, double b, double c);
 int64_t fz_interp_int_op(fz_opcode code, int64_t a, int64_t b, int64_t c);
+/* bitwise_left_shift / bitwise_right_shift of a by n in integer dtype d,
+ * as PyTorch's CUDA kernels define them for every count: a left shift by
+ * n < 0 or n >= the width is 0, a right shift by such an n (or width - 1)
+ * leaves only the sign (0 or -1). */
+int64_t fz_interp_shift(fz_opcode code, int64_t a, int64_t n, fz_dtype d);
 
 /* ---- interp_bind.c ------------------------------------------------------- */
 

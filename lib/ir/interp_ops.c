@@ -23,8 +23,8 @@
  * subnormal stays a tiny double where the kernel's becomes 0 (a result
  * within the absolute tolerance of 0 unless larger factors follow). f64
  * results accumulate in f64 alone.
- * not, and, or, where's condition and casts to bool look only at whether
- * a value is nonzero (NaN is nonzero).
+ * not, and, or, xor, where's condition and casts to bool look only at
+ * whether a value is nonzero (NaN is nonzero).
  */
 #include "interp.h"
 
@@ -52,8 +52,12 @@ static fz_dtype compute_dtype(const fz_op *op) {
   case FZ_OP_NOT:
   case FZ_OP_AND:
   case FZ_OP_OR:
+  case FZ_OP_XOR:
     return FZ_BOOL;
   case FZ_OP_ISNAN:
+  case FZ_OP_ISINF:
+  case FZ_OP_ISFINITE:
+  case FZ_OP_SIGNBIT:
     return FZ_F64; /* sees the value unchanged */
   default:
     if (fz_op_table[op->code].flags & FZ_F_TO_BOOL)
@@ -83,6 +87,22 @@ static void compute_chunk(const fz_op *op, fz_dtype ct, int64_t n,
     for (int64_t i = 0; i < n; i++)
       r[i].i = x[0][i].i || x[1][i].i;
     return;
+  case FZ_OP_XOR:
+    for (int64_t i = 0; i < n; i++)
+      r[i].i = !x[0][i].i != !x[1][i].i;
+    return;
+  case FZ_OP_SHL:
+  case FZ_OP_SHR:
+    for (int64_t i = 0; i < n; i++)
+      r[i].i = fz_interp_shift(code, x[0][i].i, x[1][i].i, ct);
+    return;
+  case FZ_OP_BITWISE_NOT:
+    if (ct == FZ_BOOL) { /* logical not, as in PyTorch */
+      for (int64_t i = 0; i < n; i++)
+        r[i].i = !x[0][i].i;
+      return;
+    }
+    break;
   case FZ_OP_WHERE:
     for (int64_t i = 0; i < n; i++)
       r[i] = x[0][i].i ? x[1][i] : x[2][i];

@@ -218,6 +218,45 @@ static double fmin_nan(double a, double b) {
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+/* The inverse of erf, which C lacks. A first guess within about 2e-3
+ * (S. Winitzki, "A handy approximation for the error function and its
+ * inverse", 2008: a = 0.147 in his formula) is refined by Halley steps on
+ * erf(x) - y, which converge cubically: x -= u / (1 + x*u) with
+ * u = (erf(x) - y) / erf'(x). For |y| > 0.5 the residual is formed as
+ * (1 - |y|) - erfc(x), both exact or accurate where erf(x) - y would
+ * cancel, so the tails keep their relative accuracy. */
+static double erfinv(double y) {
+  if (isnan(y) || y == 0)
+    return y;
+  double t = fabs(y);
+  if (t > 1)
+    return NAN;
+  if (t == 1)
+    return copysign(INFINITY, y);
+  const double a = 0.147, two_over_sqrt_pi = 1.1283791670955126;
+  double x;
+  if (t < 1e-3) {
+    x = t / two_over_sqrt_pi; /* erf(x) = 2x/sqrt(pi) + O(x^3) */
+  } else {
+    double l = log1p(-t * t);
+    double c = 2 / (3.141592653589793 * a) + l / 2;
+    x = sqrt(sqrt(c * c - l / a) - c);
+  }
+  double tail = 1 - t; /* exact for t >= 0.5 */
+  for (int i = 0; i < 6; i++) {
+    double r = t <= 0.5 ? erf(x) - t : tail - erfc(x);
+    double u = r / (two_over_sqrt_pi * exp(-x * x));
+    double step = u / (1 + x * u);
+    x -= step;
+    if (fabs(step) <= 0x1p-60 * x)
+      break;
+  }
+  return copysign(x, y);
+}
+
+/* PyTorch's sign: (0 < a) - (a < 0), so NaN and -0.0 give +0.0. */
+static double sign_of(double a) { return (double)((0 < a) - (a < 0)); }
+
 double fz_interp_float_op(fz_opcode code, double a, double b, double c) {
   switch (code) {
   case FZ_OP_NEG:
@@ -260,6 +299,52 @@ double fz_interp_float_op(fz_opcode code, double a, double b, double c) {
     return ceil(a);
   case FZ_OP_ROUND:
     return nearbyint(a); /* the default rounding mode: half to even */
+  case FZ_OP_LOG1P:
+    return log1p(a);
+  case FZ_OP_EXPM1:
+    return expm1(a);
+  case FZ_OP_TAN:
+    return tan(a);
+  case FZ_OP_ATAN:
+    return atan(a);
+  case FZ_OP_ASIN:
+    return asin(a);
+  case FZ_OP_ACOS:
+    return acos(a);
+  case FZ_OP_SINH:
+    return sinh(a);
+  case FZ_OP_COSH:
+    return cosh(a);
+  case FZ_OP_ASINH:
+    return asinh(a);
+  case FZ_OP_ACOSH:
+    return acosh(a);
+  case FZ_OP_ATANH:
+    return atanh(a);
+  case FZ_OP_ERFC:
+    return erfc(a);
+  case FZ_OP_ERFINV:
+    return erfinv(a);
+  case FZ_OP_LGAMMA:
+    return lgamma(a);
+  case FZ_OP_TRUNC:
+    return trunc(a);
+  case FZ_OP_SIGN:
+    return sign_of(a);
+  case FZ_OP_FRAC:
+    return a - trunc(a); /* exact; NaN for infinities, as in PyTorch */
+  case FZ_OP_ISINF:
+    return isinf(a) != 0;
+  case FZ_OP_ISFINITE:
+    return isfinite(a) != 0;
+  case FZ_OP_SIGNBIT:
+    return signbit(a) != 0;
+  case FZ_OP_ATAN2:
+    return atan2(a, b);
+  case FZ_OP_FMOD:
+    return fmod(a, b);
+  case FZ_OP_HYPOT:
+    return hypot(a, b);
   case FZ_OP_ADD:
     return a + b;
   case FZ_OP_SUB:
@@ -329,6 +414,29 @@ static int64_t int_mod(int64_t a, int64_t b) {
   return r;
 }
 
+/* C's truncated remainder (PyTorch's fmod); 0 for a divisor of 0 as for
+ * mod, and for -1, which also keeps INT64_MIN % -1 out of C's %. */
+static int64_t int_fmod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1)
+    return 0;
+  return a % b;
+}
+
+/* a >> n with the sign filling in, for 0 <= n < 64, without C's
+ * implementation-defined shift of a negative number. */
+static int64_t arithmetic_shr(int64_t a, int n) {
+  return a < 0 ? ~(int64_t)(~(uint64_t)a >> n) : (int64_t)((uint64_t)a >> n);
+}
+
+int64_t fz_interp_shift(fz_opcode code, int64_t a, int64_t n, fz_dtype d) {
+  int bits = (int)fz_dtype_size(d) * 8;
+  if (code == FZ_OP_SHL)
+    return n < 0 || n >= bits ? 0
+                              : fz_interp_wrap_int(
+                                    to_signed((uint64_t)a << n), d);
+  return arithmetic_shr(a, n < 0 || n >= bits - 1 ? bits - 1 : (int)n);
+}
+
 int64_t fz_interp_int_op(fz_opcode code, int64_t a, int64_t b, int64_t c) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b, uc = (uint64_t)c;
   switch (code) {
@@ -341,7 +449,20 @@ int64_t fz_interp_int_op(fz_opcode code, int64_t a, int64_t b, int64_t c) {
   case FZ_OP_FLOOR:
   case FZ_OP_CEIL:
   case FZ_OP_ROUND:
+  case FZ_OP_TRUNC:
     return a;
+  case FZ_OP_SIGN:
+    return (a > 0) - (a < 0);
+  case FZ_OP_BITWISE_NOT:
+    return ~a;
+  case FZ_OP_BITWISE_AND:
+    return a & b;
+  case FZ_OP_BITWISE_OR:
+    return a | b;
+  case FZ_OP_BITWISE_XOR:
+    return a ^ b;
+  case FZ_OP_FMOD:
+    return int_fmod(a, b);
   case FZ_OP_ADD:
     return to_signed(ua + ub);
   case FZ_OP_SUB:

@@ -855,6 +855,10 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
     int rank = op->operands[0]->type.rank;
     if (info->kind == FZ_KIND_BROADCAST)
       rank += op->num_dims;
+    /* a rank-0 operand's dims are 0 or -1, as in PyTorch (the builder
+     * turns the reduction into a copy) */
+    if (info->kind == FZ_KIND_REDUCTION && rank == 0)
+      rank = 1;
     if ((st = wrap_axes(p, op->dims, op->num_dims, op->dims_toks, rank,
                         info->kind == FZ_KIND_BROADCAST ? "the result"
                                                         : "an operand")) !=

@@ -21,8 +21,10 @@
  *  - integers in their own width (wrapping agrees with int64-then-wrap),
  *    bool arithmetic in i64 then != 0, exactly as the interpreter does it;
  *  - max/min/relu/clamp with llvm.maximum/minimum (NaN-propagating);
- *  - not/and/or and where's condition look only at != 0, as does isnan at
- *    the value itself.
+ *  - not/and/or/xor and where's condition look only at != 0, as do
+ *    isnan, isinf, isfinite and signbit at the value itself;
+ *  - shifts select their result for counts outside the width (PyTorch's
+ *    CUDA rule), so LLVM never sees a poison shift.
  * The op helpers return the value and its "raw" dtype (what it was
  * computed in); fz_emit_op_node converts raw -> node dtype at the end.
  */
@@ -72,9 +74,15 @@ fz_dtype fz_node_compute_dtype(const fz_plan *plan, const fz_plan_node *n) {
   case FZ_OP_NOT:
   case FZ_OP_AND:
   case FZ_OP_OR:
+  case FZ_OP_XOR:
     return FZ_BOOL;
   case FZ_OP_ISNAN:
     return plan->nodes[n->operands[0]].dtype; /* the value unchanged */
+  case FZ_OP_ISINF:
+  case FZ_OP_ISFINITE:
+  case FZ_OP_SIGNBIT:
+    /* f16/bf16 -> f32 keeps infinities and signs */
+    return opmath(plan->nodes[n->operands[0]].dtype);
   default:
     if (fz_op_table[n->code].flags & FZ_F_TO_BOOL)
       return opmath(operand_promotion(plan, n));
@@ -85,6 +93,29 @@ fz_dtype fz_node_compute_dtype(const fz_plan *plan, const fz_plan_node *n) {
 }
 
 /* ---- floats -------------------------------------------------------------- */
+
+static const char *libdevice_base(fz_opcode code) {
+  switch (code) {
+  case FZ_OP_LOG1P: return "log1p";
+  case FZ_OP_EXPM1: return "expm1";
+  case FZ_OP_TAN: return "tan";
+  case FZ_OP_ATAN: return "atan";
+  case FZ_OP_ASIN: return "asin";
+  case FZ_OP_ACOS: return "acos";
+  case FZ_OP_SINH: return "sinh";
+  case FZ_OP_COSH: return "cosh";
+  case FZ_OP_ASINH: return "asinh";
+  case FZ_OP_ACOSH: return "acosh";
+  case FZ_OP_ATANH: return "atanh";
+  case FZ_OP_ERFC: return "erfc";
+  case FZ_OP_ERFINV: return "erfinv";
+  case FZ_OP_LGAMMA: return "lgamma";
+  case FZ_OP_ATAN2: return "atan2";
+  case FZ_OP_FMOD: return "fmod";
+  case FZ_OP_HYPOT: return "hypot";
+  default: return NULL;
+  }
+}
 
 static LLVMValueRef fconst(LLVMValueRef like, double v) {
   return LLVMConstReal(LLVMTypeOf(like), v);
@@ -125,11 +156,43 @@ static bool is_const_fp(LLVMValueRef v, double want) {
   return LLVMConstRealGetDouble(v, &loses) == want;
 }
 
+/* PyTorch's sign: (0 < a) - (a < 0); NaN and -0.0 give +0.0. */
+static LLVMValueRef float_sign(fz_emit *e, LLVMValueRef a) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef zero = fconst(a, 0.0);
+  LLVMValueRef neg = LLVMBuildSelect(
+      b, LLVMBuildFCmp(b, LLVMRealOLT, a, zero, ""), fconst(a, -1.0), zero,
+      "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, a, zero, ""),
+                         fconst(a, 1.0), neg, "");
+}
+
+static LLVMValueRef float_test(fz_emit *e, fz_opcode code, LLVMValueRef a) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef inf = fconst(a, INFINITY), ninf = fconst(a, -INFINITY);
+  switch (code) {
+  case FZ_OP_ISINF:
+    return LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOEQ, a, inf, ""),
+                       LLVMBuildFCmp(b, LLVMRealOEQ, a, ninf, ""), "");
+  case FZ_OP_ISFINITE: /* ordered: NaN is not finite */
+    return LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOGT, a, ninf, ""),
+                        LLVMBuildFCmp(b, LLVMRealOLT, a, inf, ""), "");
+  default: { /* signbit: the sign bit itself, so -0.0 and -NaN count */
+    LLVMTypeRef it = LLVMTypeOf(a) == e->t_f64 ? e->t_i64 : e->t_i32;
+    LLVMValueRef bits = LLVMBuildBitCast(b, a, it, "");
+    return LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(it, 0, 0), "");
+  }
+  }
+}
+
 static LLVMValueRef float_op(fz_emit *e, fz_opcode code, fz_dtype cd,
                              LLVMValueRef *x, fz_dtype *raw) {
   LLVMBuilderRef b = e->b;
   LLVMValueRef a = x[0], y = x[1], z = x[2];
   *raw = cd == FZ_F64 ? FZ_F64 : FZ_F32;
+  const char *base = libdevice_base(code);
+  if (base)
+    return fz_emit_libdevice(e, base, x, fz_op_table[code].arity);
   switch (code) {
   case FZ_OP_NEG:
     return LLVMBuildFNeg(b, a, "");
@@ -185,6 +248,19 @@ static LLVMValueRef float_op(fz_emit *e, fz_opcode code, fz_dtype cd,
     return fz_emit_intrinsic1(e, "llvm.ceil", a);
   case FZ_OP_ROUND:
     return fz_emit_intrinsic1(e, "llvm.roundeven", a);
+  case FZ_OP_TRUNC:
+    return fz_emit_intrinsic1(e, "llvm.trunc", a);
+  case FZ_OP_SIGN:
+    return float_sign(e, a);
+  case FZ_OP_FRAC: { /* exact: a and trunc(a) share their leading bits */
+    LLVMValueRef t = fz_emit_intrinsic1(e, "llvm.trunc", a);
+    return t ? LLVMBuildFSub(b, a, t, "") : NULL;
+  }
+  case FZ_OP_ISINF:
+  case FZ_OP_ISFINITE:
+  case FZ_OP_SIGNBIT:
+    *raw = FZ_BOOL;
+    return float_test(e, code, a);
   case FZ_OP_ISNAN:
     *raw = FZ_BOOL;
     return LLVMBuildFCmp(b, LLVMRealUNO, a, a, "");
@@ -318,6 +394,45 @@ static LLVMValueRef int_mod(fz_emit *e, LLVMValueRef a, LLVMValueRef d) {
   return LLVMBuildSelect(b, adjust, LLVMBuildAdd(b, r, d, ""), r, "");
 }
 
+/* C's truncated remainder (PyTorch's fmod on integers); 0 for a divisor of
+ * 0, as mod gives, and of -1, which keeps INT_MIN % -1 out of srem. */
+static LLVMValueRef int_fmod(fz_emit *e, LLVMValueRef a, LLVMValueRef d) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef trivial =
+      LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, d, iconst(a, 0), ""),
+                  LLVMBuildICmp(b, LLVMIntEQ, d, iconst(a, -1), ""), "");
+  LLVMValueRef safe = LLVMBuildSelect(b, trivial, iconst(a, 1), d, "");
+  return LLVMBuildSelect(b, trivial, iconst(a, 0),
+                         LLVMBuildSRem(b, a, safe, ""), "");
+}
+
+/* PyTorch's CUDA shifts: a left shift by a count outside [0, width) is 0;
+ * a right shift by one outside [0, width - 1) shifts by width - 1, leaving
+ * the sign. The unsigned compare catches negative counts. */
+static LLVMValueRef int_shift(fz_emit *e, fz_opcode code, LLVMValueRef a,
+                              LLVMValueRef n) {
+  LLVMBuilderRef b = e->b;
+  long long width = (long long)LLVMGetIntTypeWidth(LLVMTypeOf(a));
+  if (code == FZ_OP_SHL) {
+    LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, n, iconst(a, width), "");
+    LLVMValueRef safe = LLVMBuildSelect(b, ok, n, iconst(a, 0), "");
+    return LLVMBuildSelect(b, ok, LLVMBuildShl(b, a, safe, ""), iconst(a, 0),
+                           "");
+  }
+  LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, n, iconst(a, width - 1), "");
+  LLVMValueRef count = LLVMBuildSelect(b, ok, n, iconst(a, width - 1), "");
+  return LLVMBuildAShr(b, a, count, "");
+}
+
+static LLVMValueRef int_sign(fz_emit *e, LLVMValueRef a) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef zero = iconst(a, 0);
+  LLVMValueRef neg = LLVMBuildSelect(
+      b, LLVMBuildICmp(b, LLVMIntSLT, a, zero, ""), iconst(a, -1), zero, "");
+  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, a, zero, ""),
+                         iconst(a, 1), neg, "");
+}
+
 static LLVMValueRef int_op(fz_emit *e, fz_opcode code, fz_dtype cd,
                            LLVMValueRef *x, fz_dtype *raw) {
   LLVMBuilderRef b = e->b;
@@ -336,10 +451,31 @@ static LLVMValueRef int_op(fz_emit *e, fz_opcode code, fz_dtype cd,
   case FZ_OP_FLOOR:
   case FZ_OP_CEIL:
   case FZ_OP_ROUND:
+  case FZ_OP_TRUNC:
     return a;
+  case FZ_OP_SIGN:
+    return int_sign(e, a);
   case FZ_OP_ISNAN:
+  case FZ_OP_ISINF:
+  case FZ_OP_ISFINITE:
     *raw = FZ_BOOL;
-    return LLVMConstInt(e->t_i1, 0, 0);
+    return LLVMConstInt(e->t_i1, code == FZ_OP_ISFINITE, 0);
+  case FZ_OP_SIGNBIT:
+    *raw = FZ_BOOL;
+    return LLVMBuildICmp(b, LLVMIntSLT, a, iconst(a, 0), "");
+  case FZ_OP_BITWISE_NOT:
+    return LLVMBuildNot(b, a, "");
+  case FZ_OP_BITWISE_AND:
+    return LLVMBuildAnd(b, a, y, "");
+  case FZ_OP_BITWISE_OR:
+    return LLVMBuildOr(b, a, y, "");
+  case FZ_OP_BITWISE_XOR:
+    return LLVMBuildXor(b, a, y, "");
+  case FZ_OP_SHL:
+  case FZ_OP_SHR:
+    return int_shift(e, code, a, y);
+  case FZ_OP_FMOD:
+    return int_fmod(e, a, y);
   case FZ_OP_ADD:
     return LLVMBuildAdd(b, a, y, "");
   case FZ_OP_SUB:
@@ -421,7 +557,7 @@ static bool divisor_is_uniform(const fz_plan *p, const fz_plan_node *n) {
   const fz_plan_node *d = &p->nodes[n->operands[1]];
   if (d->kind == FZ_NODE_LITERAL)
     return true;
-  return !n->post && !n->column && (d->post || d->column);
+  return n->space == FZ_SPACE_FULL && d->space != FZ_SPACE_FULL;
 }
 
 /* x / d for a d shared by the points a thread computes (a row's sum): the
@@ -486,11 +622,17 @@ LLVMValueRef fz_emit_op_node(fz_emit *e, const fz_plan_node *n,
   case FZ_OP_NOT:
     return fz_emit_convert(e, LLVMBuildNot(b, x[0], ""), FZ_BOOL, n->dtype);
   case FZ_OP_AND:
-  case FZ_OP_OR: {
-    LLVMValueRef r = n->code == FZ_OP_AND ? LLVMBuildAnd(b, x[0], x[1], "")
-                                          : LLVMBuildOr(b, x[0], x[1], "");
+  case FZ_OP_OR:
+  case FZ_OP_XOR: {
+    LLVMValueRef r = n->code == FZ_OP_AND  ? LLVMBuildAnd(b, x[0], x[1], "")
+                     : n->code == FZ_OP_OR ? LLVMBuildOr(b, x[0], x[1], "")
+                                           : LLVMBuildXor(b, x[0], x[1], "");
     return fz_emit_convert(e, r, FZ_BOOL, n->dtype);
   }
+  case FZ_OP_BITWISE_NOT: /* on bool, logical not, as in PyTorch */
+    if (cd == FZ_BOOL)
+      return fz_emit_convert(e, LLVMBuildNot(b, x[0], ""), FZ_BOOL, n->dtype);
+    break;
   default:
     break;
   }

@@ -38,7 +38,7 @@
  * the round that first needs it, so that a value dies as early as it can
  * and few are live across a round's barrier. How often a node is computed
  * comes from what it varies along (persistent.h), not only from the
- * plan's flags: rstd * rstd is computed once per row, not per element.
+ * plan's spaces: rstd * rstd is computed once per row, not per element.
  * Rounds alternate between two halves of the shared scratch, so one
  * barrier per round is enough; an odd number of rounds adds one at the
  * end of the tile.
@@ -50,119 +50,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- checking the plan --------------------------------------------------- */
-
-static bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
-
-static bool varies_along(const fz_plan *p, const fz_plan_access *a,
-                         bool reduced) {
-  for (int d = 0; d < p->rank; d++)
-    if (p->reduced[d] == reduced && a->strides[d] != 0)
-      return true;
-  return false;
-}
-
-static fz_status check_persistent_node(const fz_plan *p, int i, fz_error *err) {
-  const fz_plan_node *n = &p->nodes[i];
-  bool outer = fz_plan_has_grid_columns(p);
-  bool held = p->kind == FZ_PLAN_OUTER_PERSISTENT;
-  if (n->post && n->column)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: node n%d is in the row and the column space",
-                        i);
-  if (n->phase < 0 || n->phase > p->phases)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: node n%d has phase %d of %d", i, n->phase,
-                        p->phases);
-  if (n->kind == FZ_NODE_REDUCE) {
-    const fz_plan_node *o = &p->nodes[n->operands[0]];
-    if (n->num_operands != 1 || (!n->post && !n->column) || o->post ||
-        o->column)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: reduce n%d must turn a full-space value "
-                          "into a row or column value",
-                          i);
-    if (n->column && !outer)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: column reduce n%d in an inner plan", i);
-    if (held && n->column && n->phase != o->phase + 1)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: column reduce n%d of phase %d reads n%d of "
-                          "phase %d",
-                          i, n->phase, n->operands[0], o->phase);
-    if (n->post && (n->phase < 1 || o->phase > n->phase - 1))
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: row reduce n%d of phase %d reads n%d of "
-                          "phase %d",
-                          i, n->phase, n->operands[0], o->phase);
-    switch (n->code) {
-    case FZ_OP_SUM:
-    case FZ_OP_PROD:
-    case FZ_OP_AMAX:
-    case FZ_OP_AMIN:
-      return FZ_OK;
-    default:
-      return fz_error_set(
-          err, FZ_ERR_UNSUPPORTED, "lower: reduce n%d: %s is not a reduction",
-          i,
-          (unsigned)n->code < FZ_NUM_OPCODES ? fz_op_table[n->code].name : "?");
-    }
-  }
-  for (int k = 0; k < n->num_operands; k++) {
-    const fz_plan_node *o = &p->nodes[n->operands[k]];
-    /* an outer plan's rows read column results back (after their round) */
-    if (o->column && !n->column && (!held || n->post))
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: node n%d reads column node n%d", i,
-                          n->operands[k]);
-    if ((!n->column || held) && o->phase > n->phase)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: node n%d of phase %d reads n%d of phase %d",
-                          i, n->phase, n->operands[k], o->phase);
-  }
-  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) &&
-      (n->post || n->column)) {
-    const fz_plan_access *a = &p->accesses[n->access];
-    if (varies_along(p, a, n->post))
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: %s node n%d: a%d varies along the %s axes",
-                          n->post ? "row" : "column", i, n->access,
-                          n->post ? "reduced" : "kept");
-  }
-  return FZ_OK;
-}
+/* ---- lowering's limits --------------------------------------------------- */
 
 fz_status fz_check_persistent(const fz_plan *p, fz_error *err) {
-  int last = p->rank - 1;
-  if (!is_pow2(p->block_x) || !is_pow2(p->block_y) ||
-      (int64_t)p->block_x * p->block_y != p->threads ||
-      (p->threads > 32 && p->threads % 32 != 0) || p->grid_x < 1 ||
-      p->split != 1)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: persistent block %dx%d, %d threads, grid "
-                        "%lldx%d",
-                        p->block_x, p->block_y, p->threads,
-                        (long long)p->grid_x, p->split);
-  if (!p->reduced[last] || p->extents[last] % p->vector != 0)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: a persistent row must be innermost and a "
-                        "multiple of %d lanes",
-                        p->vector);
   if (p->kind == FZ_PLAN_OUTER_PERSISTENT &&
-      (p->unroll < 1 || (int64_t)p->unroll * p->persistent * p->vector >
-                            FZ_PERS_MAX_VALUES))
+      (int64_t)p->unroll * p->persistent * p->vector > FZ_PERS_MAX_VALUES)
     return fz_error_set(err, FZ_ERR_INTERNAL,
                         "lower: %d rows held of %d groups of %d lanes",
                         p->unroll, p->persistent, p->vector);
-  if (p->persistent < 1 || p->persistent * p->vector > FZ_PERS_MAX_VALUES ||
-      p->phases < 0 || p->phases > FZ_PLAN_MAX_PHASES)
+  if (p->persistent * p->vector > FZ_PERS_MAX_VALUES)
     return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: %d persistent groups of %d lanes, %d phases",
-                        p->persistent, p->vector, p->phases);
-  fz_status st;
-  for (int i = 0; i < p->num_nodes; i++)
-    if ((st = check_persistent_node(p, i, err)))
-      return st;
+                        "lower: %d persistent groups of %d lanes",
+                        p->persistent, p->vector);
   return FZ_OK;
 }
 
@@ -201,7 +100,18 @@ static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask) {
 
 /* ---- spaces -------------------------------------------------------------- */
 
-enum { VARY_KEPT = 1, VARY_R = 2 };
+/* What a value varies along: from row to row (the axes no row spans),
+ * along a row (plan->row_axes). */
+enum { VARY_ACROSS_ROWS = 1, VARY_ALONG_ROW = 2 };
+
+/* Whether access a varies along a row (row_axes) or from row to row. */
+static bool varies_along(const fz_plan *p, const fz_plan_access *a,
+                         bool row_axes) {
+  for (int d = 0; d < p->rank; d++)
+    if (p->row_axes[d] == row_axes && a->strides[d] != 0)
+      return true;
+  return false;
+}
 
 /* What each node varies along, then its space (persistent.h). */
 static bool classify(pers *s) {
@@ -219,17 +129,17 @@ static bool classify(pers *s) {
     case FZ_NODE_LOAD:
     case FZ_NODE_STORE: {
       const fz_plan_access *a = &p->accesses[n->access];
-      v = (varies_along(p, a, false) ? VARY_KEPT : 0) |
-          (varies_along(p, a, true) ? VARY_R : 0);
+      v = (varies_along(p, a, false) ? VARY_ACROSS_ROWS : 0) |
+          (varies_along(p, a, true) ? VARY_ALONG_ROW : 0);
       break;
     }
     case FZ_NODE_IOTA:
       for (int d = 0; d < p->rank; d++)
         if (n->coeff[d] != 0)
-          v |= p->reduced[d] ? VARY_R : VARY_KEPT;
+          v |= p->row_axes[d] ? VARY_ALONG_ROW : VARY_ACROSS_ROWS;
       break;
     case FZ_NODE_REDUCE:
-      v = n->post ? VARY_KEPT : VARY_R;
+      v = n->space == FZ_SPACE_ROW ? VARY_ACROSS_ROWS : VARY_ALONG_ROW;
       break;
     default:
       for (int k = 0; k < n->num_operands; k++)
@@ -238,22 +148,16 @@ static bool classify(pers *s) {
     }
     vary[i] = (unsigned char)v;
     pers_space sp;
-    if (n->column)
+    if (n->space == FZ_SPACE_COLUMN)
       sp = PS_COLUMN;
-    else if (n->kind == FZ_NODE_REDUCE || n->post)
-      sp = n->kind != FZ_NODE_REDUCE && !(v & VARY_KEPT) ? PS_CONST : PS_ROW;
+    else if (n->kind == FZ_NODE_REDUCE || n->space == FZ_SPACE_ROW)
+      sp = n->kind != FZ_NODE_REDUCE && !(v & VARY_ACROSS_ROWS) ? PS_CONST
+                                                                : PS_ROW;
     else
-      sp = v == 0           ? PS_CONST
-           : v == VARY_KEPT ? PS_ROW
-           : v == VARY_R    ? PS_COLC
-                            : PS_FULL;
-    if (n->post && n->kind != FZ_NODE_REDUCE && (v & VARY_R)) {
-      free(vary);
-      fz_emit_fail_at(e, i, FZ_ERR_INTERNAL,
-                      "row node n%d depends on values that vary along the row",
-                      i);
-      return false;
-    }
+      sp = v == 0                  ? PS_CONST
+           : v == VARY_ACROSS_ROWS ? PS_ROW
+           : v == VARY_ALONG_ROW   ? PS_COLC
+                                   : PS_FULL;
     s->space[i] = (unsigned char)sp;
   }
   free(vary);
@@ -379,7 +283,7 @@ static bool setup(pers *s, fz_kernel *k) {
   s->outer = fz_plan_has_grid_columns(p);
   s->held = p->kind == FZ_PLAN_OUTER_PERSISTENT ? p->unroll : 0;
   for (int d = 0; d < p->rank; d++) {
-    if (p->reduced[d]) {
+    if (p->row_axes[d]) {
       s->raxes[s->nr++] = d;
       s->rmask |= 1u << d;
     } else {
@@ -400,7 +304,8 @@ static bool setup(pers *s, fz_kernel *k) {
   s->base = calloc(acc, sizeof *s->base);
   s->pf_rowval = calloc(nodes + 1, sizeof *s->pf_rowval);
   for (int i = 0; i < p->num_nodes; i++)
-    if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column) {
+    if (p->nodes[i].kind == FZ_NODE_REDUCE &&
+        p->nodes[i].space == FZ_SPACE_COLUMN) {
       if (s->ncol == PERS_MAX_COLUMN_REDUCES) {
         fz_emit_fail_at(e, i, FZ_ERR_UNSUPPORTED,
                         "more than %d column reductions in a kernel",
@@ -440,7 +345,8 @@ static void round_set(pers *s, int round, fz_reduce_set *rs) {
   rs->count = 0;
   for (int i = 0; i < p->num_nodes && rs->count < FZ_LOWER_MAX_COLUMNS; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_REDUCE || !n->post || n->phase != round + 1)
+    if (n->kind != FZ_NODE_REDUCE || n->space != FZ_SPACE_ROW ||
+        n->phase != round + 1)
       continue;
     rs->node[rs->count] = i;
     rs->code[rs->count] = n->code;
@@ -763,7 +669,7 @@ static bool column_accumulate(pers *s, int round, LLVMValueRef live) {
 }
 
 static bool stored_in(const fz_plan *p, const fz_plan_node *n, int round) {
-  return n->kind == FZ_NODE_STORE && !n->column &&
+  return n->kind == FZ_NODE_STORE && n->space != FZ_SPACE_COLUMN &&
          ready_in(p, n->operands[0]) == round;
 }
 
@@ -778,8 +684,8 @@ static bool row_stores(pers *s, int round, LLVMValueRef live) {
   bool full = false, row = false;
   for (int i = 0; i < p->num_nodes; i++)
     if (stored_in(p, &p->nodes[i], round)) {
-      full |= !p->nodes[i].post;
-      row |= p->nodes[i].post;
+      full |= p->nodes[i].space != FZ_SPACE_ROW;
+      row |= p->nodes[i].space == FZ_SPACE_ROW;
     }
   if (!full && !row)
     return true;
@@ -793,7 +699,7 @@ static bool row_stores(pers *s, int round, LLVMValueRef live) {
     fz_if_begin(e, &st, s->gactive[g], name);
     for (int i = 0; i < p->num_nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];
-      if (stored_in(p, n, round) && !n->post &&
+      if (stored_in(p, n, round) && n->space != FZ_SPACE_ROW &&
           !fz_kernel_store_node(k, i, pers_full(s, g, 0), offs(s, g)[n->access],
                                 s->V))
         return false;
@@ -807,7 +713,7 @@ static bool row_stores(pers *s, int round, LLVMValueRef live) {
                 LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, i32c(e, 0), ""), name);
     for (int i = 0; i < p->num_nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];
-      if (stored_in(p, n, round) && n->post &&
+      if (stored_in(p, n, round) && n->space == FZ_SPACE_ROW &&
           !fz_kernel_store_node(k, i, s->rowt, s->base[n->access], 1))
         return false;
     }
@@ -830,14 +736,14 @@ static bool row_round(pers *s, int round, LLVMValueRef live) {
     round_set(s, round, &rs);
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    bool wanted = (n->kind == FZ_NODE_REDUCE && n->column &&
+    bool wanted = (n->kind == FZ_NODE_REDUCE && n->space == FZ_SPACE_COLUMN &&
                    ready_in(p, n->operands[0]) == round) ||
                   stored_in(p, n, round);
     for (int r = 0; r < rs.count && !wanted; r++)
       wanted = rs.node[r] == i;
     if (!wanted)
       continue;
-    if (n->kind == FZ_NODE_STORE && n->post) {
+    if (n->kind == FZ_NODE_STORE && n->space == FZ_SPACE_ROW) {
       if (!eval_row(s, n->operands[0]))
         return false;
       continue;

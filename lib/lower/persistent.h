@@ -7,20 +7,21 @@
  * persistent_columns.c and persistent_prefetch.c call only
  * persistent_common.c.
  *
- * Every node lives in one of five spaces, decided from what it varies
- * along, not only from the plan's flags: a full-space node that only
- * reads row-constant data (rstd * rstd) is computed once per row, not
- * once per element.
+ * Every node lives in one of five spaces, decided from its plan space
+ * (node->space) and, within the full space, from what it varies along: a
+ * full-space node that only reads row-constant data (rstd * rstd) is
+ * computed once per row, not once per element. "Along R" is along the
+ * plan's row_axes, "the kept axes" the others.
  *   CONST   varies along nothing (literals, scalar inputs): once, in the
  *           entry block, one lane;
- *   ROW     constant along R (row REDUCE nodes, mean/rstd, post nodes):
+ *   ROW     constant along R (row REDUCE nodes, mean/rstd, FZ_SPACE_ROW):
  *           once per row, one lane;
  *   COLC    constant along the kept axes, not a column node (a weight
  *           row): for inner-outer plans, whose blocks walk many rows, once
  *           per thread and group, in the entry; for inner plans (a block
  *           mostly has one row) where first used, like FULL;
  *   FULL    varies along both: per row, per group, per lane;
- *   COLUMN  node->column (column REDUCE nodes and what follows them):
+ *   COLUMN  FZ_SPACE_COLUMN (column REDUCE nodes and what follows them):
  *           in the final column pass.
  */
 #ifndef FZ_LOWER_PERSISTENT_H
@@ -49,8 +50,10 @@ typedef struct pers {
   int held;   /* OUTER: rows held per thread (plan->unroll), else 0 */
   int col_round; /* persistent_columns.c: the round being combined, or -1 */
   unsigned char *space;       /* [node] */
-  int kaxes[FZ_MAX_RANK], nk; /* kept canonical axes, outermost first */
-  int raxes[FZ_MAX_RANK], nr; /* reduced ones */
+  /* canonical axes, outermost first: those rows differ along (k), and
+   * those a row spans (r: plan->row_axes) */
+  int kaxes[FZ_MAX_RANK], nk;
+  int raxes[FZ_MAX_RANK], nr;
   unsigned kmask, rmask;
   fz_block_state bs;
   LLVMValueRef tx, ty;    /* index type */

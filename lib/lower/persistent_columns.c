@@ -562,7 +562,7 @@ static bool final_pass(pers *s, const wspace *w) {
     }
     for (int i = 0; ok && i < nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];
-      if (n->kind != FZ_NODE_STORE || !n->column)
+      if (n->kind != FZ_NODE_STORE || n->space != FZ_SPACE_COLUMN)
         continue;
       /* an outer plan stores a column output in the round that makes it
        * (one with no reduction in it, in the first) */

@@ -107,7 +107,8 @@ static bool setup(red *r, fz_kernel *k) {
   }
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (!n->post && (n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE))
+    if (n->space != FZ_SPACE_ROW &&
+        (n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE))
       r->pre_access[n->access] = true;
   }
   return true;
@@ -235,7 +236,7 @@ static bool slot_loads(red *r, int u, LLVMValueRef index) {
   }
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind == FZ_NODE_LOAD && !n->post &&
+    if (n->kind == FZ_NODE_LOAD && n->space != FZ_SPACE_ROW &&
         !fz_kernel_load_node(k, i, table(r, u), offs[n->access], p->vector))
       return false;
   }
@@ -246,7 +247,8 @@ static bool slot_compute(red *r, int u) {
   const fz_plan *p = r->k->e.plan;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->post || n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE)
+    if (n->space == FZ_SPACE_ROW || n->kind == FZ_NODE_LOAD ||
+        n->kind == FZ_NODE_STORE)
       continue;
     if (!fz_kernel_value_node(r->k, i, table(r, u), r->sc[u], p->vector))
       return false;
@@ -259,7 +261,7 @@ static bool slot_stores(red *r, int u) {
   LLVMValueRef *offs = slot_offs(r, u);
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind == FZ_NODE_STORE && !n->post &&
+    if (n->kind == FZ_NODE_STORE && n->space != FZ_SPACE_ROW &&
         !fz_kernel_store_node(r->k, i, table(r, u), offs[n->access], p->vector))
       return false;
   }
@@ -350,7 +352,7 @@ static bool epilogue(red *r, const LLVMValueRef *finals, int lanes) {
   int j = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (!n->post)
+    if (n->space != FZ_SPACE_ROW)
       continue;
     bool ok;
     switch (n->kind) {

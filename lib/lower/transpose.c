@@ -52,58 +52,10 @@ static bool is_tiled(const fz_plan *p, int access) {
   return p->tiled && p->tiled[access];
 }
 
-/* ---- checks -------------------------------------------------------------- */
+/* ---- lowering's limits --------------------------------------------------- */
 
-static bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
-
-/* A phase of rows x cols elements in groups of v along cols: every warp
- * covers v rows by 32 columns, every pass the whole block. */
-static bool phase_fits(const fz_plan *p, int rows, int cols, int v) {
-  return pow2(v) && v <= 16 && rows % v == 0 && cols % 32 == 0 &&
-         ((int64_t)rows * cols / v) % p->threads == 0;
-}
-
+/* The tiles are static shared memory (fz_plan_tile_bytes). */
 fz_status fz_check_transpose(const fz_plan *p, fz_error *err) {
-  int a = p->rank - 1, b = p->tile_axis;
-  if (p->rank < 2 || b < 0 || b >= a)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: transpose tile axis %d in a rank-%d space", b,
-                        p->rank);
-  if (!pow2(p->tile_a) || !pow2(p->tile_b) || p->tile_a < 32 ||
-      p->tile_b < 32 || p->threads % 32 != 0 || p->blocks < 1)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: transpose tile %dx%d, %d threads, %lld blocks",
-                        p->tile_a, p->tile_b, p->threads,
-                        (long long)p->blocks);
-  if (!phase_fits(p, p->tile_b, p->tile_a, p->vector) ||
-      (p->vector > 1 && p->extents[a] % p->vector != 0))
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: transpose stores of %d lanes in %dx%d tiles "
-                        "of extent %lld",
-                        p->vector, p->tile_a, p->tile_b,
-                        (long long)p->extents[a]);
-  int tiled = 0;
-  for (int i = 0; p->tiled && i < p->num_accesses; i++) {
-    const fz_plan_access *x = &p->accesses[i];
-    if (!p->tiled[i])
-      continue;
-    tiled++;
-    if (x->is_output || x->strides[a] == 0 || x->strides[b] != 1)
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: tiled access a%d must be an input with "
-                          "stride 1 along axis %d and non-zero along %d",
-                          i, b, a);
-    if (!phase_fits(p, p->tile_a, p->tile_b, x->vector) ||
-        (x->vector > 1 && p->extents[b] % x->vector != 0))
-      return fz_error_set(err, FZ_ERR_INTERNAL,
-                          "lower: tiled access a%d: %d lanes in %dx%d tiles "
-                          "of extent %lld",
-                          i, x->vector, p->tile_a, p->tile_b,
-                          (long long)p->extents[b]);
-  }
-  if (tiled == 0)
-    return fz_error_set(err, FZ_ERR_INTERNAL,
-                        "lower: a transpose plan without tiled accesses");
   if (fz_plan_tile_bytes(p) > 48 * 1024)
     return fz_error_set(err, FZ_ERR_UNSUPPORTED,
                         "lower: %zu bytes of tiles exceed static shared memory",

@@ -13,8 +13,9 @@
  * are thread-safe for modules in distinct LLVM contexts.
  *
  * It pulls in LLVM's C API, so only lib/nvptx, lib/codegen (which chains
- * lowering and this stage), bench/latency.c and the LLVM unit tests
- * include it; lib/lower builds modules without knowing this stage.
+ * lowering and this stage), bench/latency.c, the LLVM unit tests and the
+ * compile fuzzer include it; lib/lower builds modules without knowing
+ * this stage.
  */
 #ifndef FZ_NVPTX_NVPTX_H
 #define FZ_NVPTX_NVPTX_H

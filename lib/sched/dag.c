@@ -344,10 +344,12 @@ void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p) {
   }
 }
 
-static bool build_over_candidates(fz_dag *d, const fz_problem *pb,
-                                  fz_arena *arena, fz_reason *why,
-                                  fz_dag_build_fn build, fz_plan **out) {
+bool fz_dag_try(const fz_problem *pb, fz_arena *arena, fz_plan **out,
+                fz_reason *why, fz_dag_build_fn build) {
   const fz_fusion *f = pb->fusion;
+  *out = NULL;
+  if (why)
+    *why = (fz_reason){0};
   const fz_op *first = NULL;
   for (int i = 0; i < f->num_ops && !first; i++)
     if (fz_op_table[f->ops[i]->code].kind == FZ_KIND_REDUCTION)
@@ -361,37 +363,20 @@ static bool build_over_candidates(fz_dag *d, const fz_problem *pb,
     return false;
   const fz_value *cands[32];
   int n = fz_dag_reference_candidates(pb, first, cands, 32);
+  fz_dag d = {0};
   fz_reason first_why = {0};
   for (int i = 0; i < n; i++) {
     fz_reason w = {0};
-    if (build(d, pb, arena, &w, first, cands[i], out) &&
-        fz_plan_params_fit(*out, &w))
+    fz_plan *plan = NULL;
+    if (build(&d, pb, arena, &w, first, cands[i], &plan) &&
+        fz_plan_params_fit(plan, &w)) {
+      *out = plan;
       return true;
+    }
     if (i == 0)
       first_why = w;
   }
   if (why)
     *why = first_why;
   return false;
-}
-
-bool fz_dag_can_schedule(const fz_problem *pb, fz_reason *why,
-                         fz_dag_build_fn build) {
-  fz_arena *arena = fz_arena_create();
-  fz_dag d = {0};
-  fz_plan *plan = NULL;
-  bool ok = build_over_candidates(&d, pb, arena, why, build, &plan);
-  fz_arena_destroy(arena);
-  return ok;
-}
-
-fz_status fz_dag_schedule(const fz_problem *pb, fz_arena *arena,
-                          fz_plan **out, fz_error *err, fz_dag_build_fn build,
-                          const char *scheduler) {
-  fz_reason why = {0};
-  fz_dag d = {0};
-  if (!build_over_candidates(&d, pb, arena, &why, build, out))
-    return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
-                       "%s scheduler declined: %s", scheduler, why.text);
-  return FZ_OK;
 }

@@ -1,11 +1,12 @@
-/* dag.h - building a plan's node DAG and its canonical iteration space;
- * shared by the pointwise, transpose, reduction and persistent
- * schedulers.
+/* dag.h - building a plan's node DAG and its canonical iteration space,
+ * for the pointwise, reduction and persistent schedulers (the transpose
+ * scheduler starts from the pointwise plan), and the vectorization helpers
+ * of pointwise.c that all four share.
  *
  * Every value reachable from the outputs gets an affine map from the
  * reference's coordinates (index_map.h), found once per value (any one:
  * enough to know each output's map). The DAG is then built from the
- * outputs down, memoised on (value, map, post): shape ops dissolve into
+ * outputs down, memoised on (value, map, space): shape ops dissolve into
  * maps, each distinct (input, strides) pair is one access, and a reduction
  * result becomes a REDUCE node over its input's nodes.
  */
@@ -50,13 +51,6 @@ typedef struct fz_dag {
   unsigned rcols;
 } fz_dag;
 
-/* The space a node is computed in (see plan.h). */
-typedef enum fz_space {
-  FZ_SPACE_FULL,
-  FZ_SPACE_ROW,    /* node->post */
-  FZ_SPACE_COLUMN, /* node->column */
-} fz_space;
-
 /* The canonical space: reference axes in physical order, size-1 axes
  * dropped, neighbours of the same kind merged where every access and iota
  * steps the outer one exactly `size` times as far as the inner one. */
@@ -75,13 +69,13 @@ typedef struct fz_canon {
  * takes the memory of one. */
 void fz_dag_init(fz_dag *d, const fz_problem *problem, fz_arena *arena,
                  const int64_t *ref_sizes, int ref_rank, fz_reason *why);
-/* The interned copy of m (dag.h), allocated in the dag's arena. */
+/* The interned copy of m (see map_index), allocated in the dag's arena. */
 const fz_index_map *fz_dag_intern(fz_dag *d, const fz_index_map *m);
 /* Seeds the identity map at `reference`, then finds maps backward and
  * forward. Returns false (with a reason) if some output has none. */
 bool fz_dag_find_maps(fz_dag *d, const fz_value *reference);
-/* Node computing v at map m in the given domain; -1 with a reason when v
- * cannot be computed there. */
+/* Node computing v at map m in the full space, or (post) the row space
+ * (plan.h: fz_space); -1 with a reason when v cannot be computed there. */
 int fz_dag_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
                 bool post);
 /* Store node for output i (its map from fz_dag_find_maps). */
@@ -124,29 +118,15 @@ bool fz_dense_cover(const int64_t *sizes, const int64_t *strides, int n);
 int64_t fz_desc_numel(const fz_tensor_desc *d);
 
 /* Reduction-based schedulers build a plan from one reference candidate;
- * these drive them over fz_dag_reference_candidates (finest first) and
- * wrap them as can_schedule / schedule. The reason kept is the first
+ * fz_dag_try drives `build` over fz_dag_reference_candidates (finest
+ * first) as a scheduler's entry point (plan.h): the first candidate whose
+ * plan's parameters fit is the plan; the reason kept is the first
  * candidate's (the reduction's own input). */
 typedef bool (*fz_dag_build_fn)(fz_dag *d, const fz_problem *pb,
                                 fz_arena *arena, fz_reason *why,
                                 const fz_op *first, const fz_value *ref,
                                 fz_plan **out);
-bool fz_dag_can_schedule(const fz_problem *pb, fz_reason *why,
-                         fz_dag_build_fn build);
-fz_status fz_dag_schedule(const fz_problem *pb, fz_arena *arena,
-                          fz_plan **out, fz_error *err, fz_dag_build_fn build,
-                          const char *scheduler);
-
-/* pointwise.c: vectorization helpers shared by the schedulers. */
-bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
-                                  const fz_tensor_desc *d, int v);
-const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
-                                          const fz_plan_access *a);
-/* Lanes for 16-byte vectors of the narrowest access with unit innermost
- * stride among those `counts` accepts (NULL: all), at most 8. */
-int fz_plan_widest_vector(const fz_plan *p,
-                          bool (*counts)(const fz_plan_access *));
-/* Every offset, extent and the loop bound fit in int32. */
-bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound);
+bool fz_dag_try(const fz_problem *pb, fz_arena *arena, fz_plan **out,
+                fz_reason *why, fz_dag_build_fn build);
 
 #endif

@@ -16,6 +16,7 @@
  * so a frame or a node holds a pointer and maps compare by address.
  */
 #include "sched/dag.h"
+#include "sched/heuristics.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,16 +30,6 @@ static uint64_t node_key(const fz_value *v, fz_space space,
                      (uint64_t)(uintptr_t)m);
 }
 
-static fz_space space_of(const fz_plan_node *n) {
-  return n->post ? FZ_SPACE_ROW : n->column ? FZ_SPACE_COLUMN : FZ_SPACE_FULL;
-}
-
-static fz_plan_node in_space(fz_plan_node n, fz_space space) {
-  n.post = space == FZ_SPACE_ROW;
-  n.column = space == FZ_SPACE_COLUMN;
-  return n;
-}
-
 typedef struct node_probe {
   const fz_dag *d;
   const fz_value *v;
@@ -49,8 +40,7 @@ typedef struct node_probe {
 static bool same_node(const void *ctx, int i) {
   const node_probe *p = ctx;
   const fz_plan_node *n = &p->d->nodes[i];
-  return n->value == p->v && space_of(n) == p->space &&
-         p->d->node_maps[i] == p->m;
+  return n->value == p->v && n->space == p->space && p->d->node_maps[i] == p->m;
 }
 
 /* The earliest node (not REDUCE or STORE) computing v at m (interned) in
@@ -102,7 +92,7 @@ static int push_node(fz_dag *d, fz_plan_node node, const fz_index_map *m) {
       fz_itable_add(&d->reduce_index,
                     fz_hash_mix((uint64_t)(uintptr_t)node.value, 0), i);
   } else if (node.kind != FZ_NODE_STORE) {
-    fz_space space = space_of(&node);
+    fz_space space = node.space;
     if (find_node(d, node.value, m, space) < 0)
       fz_itable_add(&d->node_index, node_key(node.value, space, m), i);
   }
@@ -166,19 +156,12 @@ static int literal_node(fz_dag *d, const fz_value *v, fz_space space) {
   if (found >= 0)
     return found;
   return push_node(d,
-                   in_space((fz_plan_node){.kind = FZ_NODE_LITERAL,
-                                           .dtype = v->type.dtype,
-                                           .literal = v->literal,
-                                           .value = v},
-                            space),
+                   (fz_plan_node){.kind = FZ_NODE_LITERAL,
+                                  .dtype = v->type.dtype,
+                                  .literal = v->literal,
+                                  .value = v,
+                                  .space = space},
                    NULL);
-}
-
-static bool is_reduced_dim(const fz_op *op, int axis) {
-  for (int k = 0; k < op->num_dims; k++)
-    if (op->dims[k] == axis)
-      return true;
-  return false;
 }
 
 /* The space a reduction's result lives in, or false (declined) when the
@@ -204,7 +187,7 @@ static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
       if (d->ref_sizes[r] > 1)
         nontrivial |= 1u << r;
     for (int a = 0; a < in->type.rank; a++)
-      if (is_reduced_dim(op, a))
+      if (fz_op_reduces_axis(op, a))
         reduced |= fz_map_row_columns(d->maps[in->id], a);
     reduced &= nontrivial;
     if (reduced == (d->rcols & nontrivial))
@@ -281,10 +264,11 @@ static bool start(fz_dag *d, stack *s, int *done) {
       fz_index_map_strides(f->m, t->strides, strides);
       int a = push_access(d, false, v->input_index, v->type.dtype, strides);
       *done = push_node(d,
-                        in_space((fz_plan_node){.kind = FZ_NODE_LOAD,
-                                                .dtype = v->type.dtype,
-                                                .access = a, .value = v},
-                                 f->space),
+                        (fz_plan_node){.kind = FZ_NODE_LOAD,
+                                       .dtype = v->type.dtype,
+                                       .access = a,
+                                       .value = v,
+                                       .space = f->space},
                         f->m);
       return true;
     }
@@ -325,19 +309,20 @@ static bool start(fz_dag *d, stack *s, int *done) {
       return false;
     case FZ_KIND_FULL:
       *done = push_node(d,
-                        in_space((fz_plan_node){.kind = FZ_NODE_LITERAL,
-                                                .dtype = v->type.dtype,
-                                                .literal = op->fill,
-                                                .value = v},
-                                 f->space),
+                        (fz_plan_node){.kind = FZ_NODE_LITERAL,
+                                       .dtype = v->type.dtype,
+                                       .literal = op->fill,
+                                       .value = v,
+                                       .space = f->space},
                         f->m);
       return true;
     case FZ_KIND_IOTA: {
-      fz_plan_node n = in_space(
-          (fz_plan_node){.kind = FZ_NODE_IOTA, .dtype = v->type.dtype,
-                         .literal = op->iota_start, .step = op->iota_step,
-                         .value = v},
-          f->space);
+      fz_plan_node n = (fz_plan_node){.kind = FZ_NODE_IOTA,
+                                      .dtype = v->type.dtype,
+                                      .literal = op->iota_start,
+                                      .step = op->iota_step,
+                                      .value = v,
+                                      .space = f->space};
       for (int r = 0; r < f->m->cols; r++)
         n.coeff[r] = f->m->rows ? f->m->a[0][r] : 0;
       *done = push_node(d, n, f->m);
@@ -373,20 +358,21 @@ static int finish(fz_dag *d, const frame *f) {
     if (existing >= 0)
       return existing;
     return push_node(d,
-                     in_space((fz_plan_node){.kind = FZ_NODE_REDUCE,
-                                             .code = v->def->code,
-                                             .dtype = v->type.dtype,
-                                             .num_operands = 1,
-                                             .operands = {f->operands[0]},
-                                             .value = v},
-                              f->result_space),
+                     (fz_plan_node){.kind = FZ_NODE_REDUCE,
+                                    .code = v->def->code,
+                                    .dtype = v->type.dtype,
+                                    .num_operands = 1,
+                                    .operands = {f->operands[0]},
+                                    .value = v,
+                                    .space = f->result_space},
                      f->m);
   }
-  fz_plan_node n = in_space(
-      (fz_plan_node){.kind = FZ_NODE_OP, .code = v->def->code,
-                     .dtype = v->type.dtype,
-                     .num_operands = v->def->num_operands, .value = v},
-      f->space);
+  fz_plan_node n = (fz_plan_node){.kind = FZ_NODE_OP,
+                                  .code = v->def->code,
+                                  .dtype = v->type.dtype,
+                                  .num_operands = v->def->num_operands,
+                                  .value = v,
+                                  .space = f->space};
   memcpy(n.operands, f->operands, sizeof n.operands);
   return push_node(d, n, f->m);
 }
@@ -464,11 +450,12 @@ int fz_dag_store_in(fz_dag *d, int output, int source, fz_space space) {
                        s);
   int a = push_access(d, true, output, o->type.dtype, s);
   return push_node(d,
-                   in_space((fz_plan_node){.kind = FZ_NODE_STORE,
-                                           .dtype = o->type.dtype,
-                                           .num_operands = 1,
-                                           .operands = {source}, .access = a,
-                                           .value = o},
-                            space),
+                   (fz_plan_node){.kind = FZ_NODE_STORE,
+                                  .dtype = o->type.dtype,
+                                  .num_operands = 1,
+                                  .operands = {source},
+                                  .access = a,
+                                  .value = o,
+                                  .space = space},
                    NULL);
 }

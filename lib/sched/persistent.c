@@ -25,28 +25,16 @@
  *     in registers. An outer normalization (every reduction keeps the
  *     innermost axis: batch norm) holds all its rows on chip instead,
  *     across a grid barrier per reduction round (outer_heuristics), or
- *     is declined when they do not fit.
+ *     is declined when they do not fit. Vector widths and 32-bit
+ *     indexing follow the shared rules of heuristics.c.
+ * The entry point, fz_persistent_try, drives steps 1-5 over the reference
+ * candidates (fz_dag_try).
  */
 #include "sched/dag.h"
+#include "sched/heuristics.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int64_t pow2_ceil(int64_t n) {
-  int64_t p = 1;
-  while (p < n)
-    p *= 2;
-  return p;
-}
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static bool is_reduced_dim(const fz_op *op, int axis) {
-  for (int d = 0; d < op->num_dims; d++)
-    if (op->dims[d] == axis)
-      return true;
-  return false;
-}
 
 /* Physical order of the reference axes: the strides, through its map, of
  * the input that spans most of them; row-major where none says. */
@@ -93,6 +81,16 @@ static bool dense_in(const fz_dag *d, const fz_problem *pb, int output,
          fz_dense_cover(space, s, d->ref_rank);
 }
 
+/* The canonical space was built with the rows' axes marked (they are the
+ * ones merged alike); reduced[] marks what the fusion reduces, which in an
+ * outer plan is every other axis. */
+static void set_row_axes(fz_plan *p, bool outer) {
+  for (int k = 0; k < p->rank; k++) {
+    p->row_axes[k] = p->reduced[k];
+    p->reduced[k] = outer ? !p->row_axes[k] : p->row_axes[k];
+  }
+}
+
 static void assign_phases(fz_plan *p) {
   p->phases = 0;
   for (int i = 0; i < p->num_nodes; i++) {
@@ -101,16 +99,17 @@ static void assign_phases(fz_plan *p) {
     for (int k = 0; k < n->num_operands; k++) {
       const fz_plan_node *o = &p->nodes[n->operands[k]];
       int op_phase = o->phase;
-      if (o->kind == FZ_NODE_REDUCE && o->post)
+      if (o->kind == FZ_NODE_REDUCE && o->space == FZ_SPACE_ROW)
         op_phase = o->phase; /* already counts its own round */
       if (op_phase > phase)
         phase = op_phase;
     }
     /* a reduction's value is ready a round after its operand: row
      * reductions; in outer plans, column reductions (a grid barrier) */
-    bool round = n->kind == FZ_NODE_REDUCE &&
-                 (n->post ||
-                  (n->column && p->kind == FZ_PLAN_OUTER_PERSISTENT));
+    bool round =
+        n->kind == FZ_NODE_REDUCE &&
+        (n->space == FZ_SPACE_ROW ||
+         (n->space == FZ_SPACE_COLUMN && p->kind == FZ_PLAN_OUTER_PERSISTENT));
     if (round)
       phase += 1;
     n->phase = phase;
@@ -158,27 +157,27 @@ static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
  * segmenter runs it as reductions and pointwise kernels instead. */
 static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
                              int columns) {
-  int64_t rows = fz_plan_kept_points(p);
+  int64_t rows = fz_plan_rows(p);
   /* what each held row keeps: the loads that vary along the rows (a
    * weight row is loaded once per thread) */
   int row_loads = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_LOAD || n->post || n->column)
+    if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL)
       continue;
     bool along_rows = false;
     for (int k = 0; k < p->rank; k++)
-      along_rows |= !p->reduced[k] && p->accesses[n->access].strides[k] != 0;
+      along_rows |= !p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
     row_loads += along_rows;
   }
   int64_t by = 512 / p->block_x;
   if (by < 1)
     by = 1;
-  if (by > pow2_ceil(rows))
-    by = pow2_ceil(rows);
-  int64_t tiles = cdiv(rows, by);
+  if (by > fz_pow2_ceil(rows))
+    by = fz_pow2_ceil(rows);
+  int64_t tiles = fz_cdiv(rows, by);
   int64_t grid = pb->device.num_sms < tiles ? pb->device.num_sms : tiles;
-  int64_t held = cdiv(tiles, grid);
+  int64_t held = fz_cdiv(tiles, grid);
   int64_t lanes = (int64_t)p->persistent * p->vector;
   int64_t regs = held * lanes * (row_loads ? row_loads : 1) + columns * lanes;
   if (regs > 128)
@@ -199,43 +198,39 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   p->blocks = grid;
   p->cooperative = true;
   p->prefetch = false;
-  int64_t bound = rows + grid * by * held + fz_plan_reduced_points(p) +
+  int64_t bound = rows + grid * by * held + fz_plan_row_points(p) +
                   (int64_t)p->block_x * p->vector;
   p->index32 = fz_plan_fits_int32(p, bound);
   return true;
 }
 
+/* The accesses a full-space load reads (ctx: one flag per access). */
+static bool loaded_in_full_space(const fz_plan *p, int access,
+                                 const void *ctx) {
+  (void)p;
+  return ((const bool *)ctx)[access];
+}
+
 static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   int last = p->rank - 1;
-  size_t narrow = 0;
   int full_loads = 0;
+  bool *full =
+      fz_arena_alloc(d->arena, sizeof *full * (size_t)p->num_accesses);
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_LOAD || n->post || n->column)
+    if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL)
       continue;
-    const fz_plan_access *a = &p->accesses[n->access];
     /* only what varies along the row is held in registers per element */
-    full_loads += a->strides[last] != 0;
-    size_t s = fz_dtype_size(a->dtype);
-    if (a->strides[last] == 1 && (narrow == 0 || s < narrow))
-      narrow = s;
+    full_loads += p->accesses[n->access].strides[last] != 0;
+    full[n->access] = true;
   }
-  int v = narrow ? (int)(16 / narrow) : 1;
-  if (v > 8)
-    v = 8;
-  while (v > 1 && p->extents[last] % v != 0)
-    v /= 2;
+  int v = fz_plan_widest_vector(p, loaded_in_full_space, full);
+  v = fz_plan_fit_vector(pb, p, v, false);
   p->vector = v;
-  for (int i = 0; i < p->num_accesses; i++) {
-    fz_plan_access *a = &p->accesses[i];
-    a->vector = v > 1 && fz_plan_access_can_vectorize(
-                             p, a, fz_plan_access_desc(pb, a), v)
-                    ? v
-                    : 1;
-  }
+  fz_plan_set_access_vectors(pb, p, v, NULL, NULL);
 
-  int64_t rows = fz_plan_kept_points(p);
-  int64_t groups = fz_plan_reduced_points(p) / v;
+  int64_t rows = fz_plan_rows(p);
+  int64_t groups = fz_plan_row_points(p) / v;
   if (groups < 1 || rows < 1)
     return fz_dag_decline(d, "an empty row or no rows");
   /* Registers per thread that scale with the row: every tensor that varies
@@ -244,28 +239,30 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
    * about 128 registers, leaving room for the rest. */
   int columns = 0;
   for (int i = 0; i < p->num_nodes; i++)
-    columns += p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column;
+    columns += p->nodes[i].kind == FZ_NODE_REDUCE &&
+               p->nodes[i].space == FZ_SPACE_COLUMN;
   int per_element = (full_loads ? full_loads : 1) + columns;
-  int64_t bx = groups < 32 ? pow2_ceil(groups) : 32;
-  while ((cdiv(groups, bx) > 8 || cdiv(groups, bx) * v * per_element > 128) &&
+  int64_t bx = groups < 32 ? fz_pow2_ceil(groups) : 32;
+  while ((fz_cdiv(groups, bx) > 8 ||
+          fz_cdiv(groups, bx) * v * per_element > 128) &&
          bx < 1024)
     bx *= 2;
-  int64_t per_thread = cdiv(groups, bx);
+  int64_t per_thread = fz_cdiv(groups, bx);
   if (per_thread * v * per_element > 160)
     return fz_dag_decline(d,
                           "%d row tensors of %lld elements do not fit in the "
                           "registers of one block",
-                          per_element, (long long)fz_plan_reduced_points(p));
+                          per_element, (long long)fz_plan_row_points(p));
   int64_t by = bx < 128 ? 128 / bx : 1;
-  if (by > pow2_ceil(rows))
-    by = pow2_ceil(rows);
+  if (by > fz_pow2_ceil(rows))
+    by = fz_pow2_ceil(rows);
   p->block_x = (int)bx;
   p->block_y = (int)by;
   p->persistent = (int)per_thread;
   p->threads = (int)(bx * by);
   p->unroll = 1;
   p->split = 1;
-  int64_t tiles = cdiv(rows, by);
+  int64_t tiles = fz_cdiv(rows, by);
   int64_t blocks_per_sm = 2048 / (bx * by);
   if (blocks_per_sm > 16)
     blocks_per_sm = 16;
@@ -283,7 +280,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   }
   p->blocks = p->grid_x;
   choose_prefetch(pb, p, tiles);
-  int64_t bound = rows + p->grid_x * by + fz_plan_reduced_points(p) + bx * v;
+  int64_t bound = rows + p->grid_x * by + fz_plan_row_points(p) + bx * v;
   p->index32 = fz_plan_fits_int32(p, bound);
   return true;
 }
@@ -329,7 +326,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                                label);
     unsigned reduced = 0;
     for (int a = 0; a < in->type.rank; a++)
-      if (is_reduced_dim(op, a))
+      if (fz_op_reduces_axis(op, a))
         reduced |= fz_map_row_columns(d->maps[in->id], a);
     reduced &= nontrivial;
     if (reduced & (1u << inner)) {
@@ -403,11 +400,11 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   bool has_columns = false, has_full_use = false;
   for (int i = 0; i < d->num_nodes; i++) {
     const fz_plan_node *n = &d->nodes[i];
-    has_columns |= n->kind == FZ_NODE_REDUCE && n->column;
+    has_columns |= n->kind == FZ_NODE_REDUCE && n->space == FZ_SPACE_COLUMN;
     for (int k = 0; k < n->num_operands; k++) {
       const fz_plan_node *o = &d->nodes[n->operands[k]];
-      has_full_use |= o->kind == FZ_NODE_REDUCE && o->post && !n->post &&
-                      !n->column;
+      has_full_use |= o->kind == FZ_NODE_REDUCE && o->space == FZ_SPACE_ROW &&
+                      n->space == FZ_SPACE_FULL;
     }
   }
   /* A column sum feeding the full space or a row's would need every row
@@ -417,13 +414,14 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
    * space where an unrelated input was matched position by position). */
   for (int i = 0; i < d->num_nodes; i++) {
     const fz_plan_node *n = &d->nodes[i];
-    if (n->column || (outer && !n->post))
+    if (n->space == FZ_SPACE_COLUMN || (outer && n->space != FZ_SPACE_ROW))
       continue;
     for (int k = 0; k < n->num_operands; k++)
-      if (d->nodes[n->operands[k]].column)
-        return fz_dag_decline(d, "a column reduction is used back in the %s "
-                                 "space",
-                              n->post ? "rows'" : "full");
+      if (d->nodes[n->operands[k]].space == FZ_SPACE_COLUMN)
+        return fz_dag_decline(d,
+                              "a column reduction is used back in the %s "
+                              "space",
+                              n->space == FZ_SPACE_ROW ? "rows'" : "full");
   }
   if (outer && has_full_use)
     return fz_dag_decline(d, "an outer normalization with row reductions");
@@ -433,8 +431,8 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   bool used_back = false;
   for (int i = 0; i < d->num_nodes && outer; i++)
     for (int k = 0; k < d->nodes[i].num_operands; k++)
-      used_back |= !d->nodes[i].column &&
-                   d->nodes[d->nodes[i].operands[k]].column;
+      used_back |= d->nodes[i].space != FZ_SPACE_COLUMN &&
+                   d->nodes[d->nodes[i].operands[k]].space == FZ_SPACE_COLUMN;
   if (outer && !used_back)
     return fz_dag_decline(d, "no reduction is used back in the full space (a "
                              "plain outer reduction)");
@@ -449,6 +447,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                                               : "fz_inner_persistent");
   p->reference = fz_arena_strdup(arena, fz_value_label(ref, label, sizeof label));
   fz_dag_finish(d, &c, p);
+  set_row_axes(p, outer);
   assign_phases(p);
   if (p->phases > FZ_PLAN_MAX_PHASES)
     return fz_dag_decline(d, "%d rounds of reductions, one after another "
@@ -460,11 +459,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   return true;
 }
 
-bool fz_persistent_can_schedule(const fz_problem *problem, fz_reason *why) {
-  return fz_dag_can_schedule(problem, why, build_from);
-}
-
-fz_status fz_persistent_schedule(const fz_problem *problem, fz_arena *arena,
-                             fz_plan **out, fz_error *err) {
-  return fz_dag_schedule(problem, arena, out, err, build_from, "persistent");
+bool fz_persistent_try(const fz_problem *problem, fz_arena *arena,
+                       fz_plan **out, fz_reason *why) {
+  return fz_dag_try(problem, arena, out, why, build_from);
 }

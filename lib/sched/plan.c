@@ -38,17 +38,17 @@ bool fz_plan_prefetched(const fz_plan *p, int a) {
   const fz_plan_access *acc = &p->accesses[a];
   if (!p->prefetch || acc->is_output)
     return false;
-  bool along_kept = false, along_r = false, full_load = false;
+  bool along_rows = false, along_row = false, full_load = false;
   for (int d = 0; d < p->rank; d++) {
-    along_kept |= !p->reduced[d] && acc->strides[d] != 0;
-    along_r |= p->reduced[d] && acc->strides[d] != 0;
+    along_rows |= !p->row_axes[d] && acc->strides[d] != 0;
+    along_row |= p->row_axes[d] && acc->strides[d] != 0;
   }
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    full_load |= n->kind == FZ_NODE_LOAD && n->access == a && !n->post &&
-                 !n->column;
+    full_load |=
+        n->kind == FZ_NODE_LOAD && n->access == a && n->space == FZ_SPACE_FULL;
   }
-  return along_kept && along_r && full_load;
+  return along_rows && along_row && full_load;
 }
 
 /* Only prefetching plans take dynamic shared memory: two buffers, each
@@ -100,6 +100,22 @@ int64_t fz_plan_reduced_points(const fz_plan *p) {
   return n;
 }
 
+int64_t fz_plan_rows(const fz_plan *p) {
+  int64_t n = 1;
+  for (int k = 0; k < p->rank; k++)
+    if (!p->row_axes[k])
+      n *= p->extents[k];
+  return n;
+}
+
+int64_t fz_plan_row_points(const fz_plan *p) {
+  int64_t n = 1;
+  for (int k = 0; k < p->rank; k++)
+    if (p->row_axes[k])
+      n *= p->extents[k];
+  return n;
+}
+
 fz_dtype fz_reduce_acc_dtype(fz_dtype result) {
   switch (result) {
   case FZ_F64:
@@ -132,7 +148,9 @@ static bool has_workspace(const fz_plan *p) {
 }
 
 int64_t fz_plan_num_tiles(const fz_plan *p) {
-  if (p->kind == FZ_PLAN_INNER_REDUCTION || fz_plan_is_persistent(p))
+  if (fz_plan_is_persistent(p))
+    return (fz_plan_rows(p) + p->block_y - 1) / p->block_y;
+  if (p->kind == FZ_PLAN_INNER_REDUCTION)
     return (fz_plan_kept_points(p) + p->block_y - 1) / p->block_y;
   if (p->kind == FZ_PLAN_OUTER_REDUCTION) {
     int64_t lanes = (int64_t)p->block_x * p->vector;
@@ -159,12 +177,13 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
      * back into its rows */
     size_t bytes = 0;
     for (int i = 0; i < p->num_nodes; i++)
-      if (p->nodes[i].kind == FZ_NODE_REDUCE && p->nodes[i].column)
+      if (p->nodes[i].kind == FZ_NODE_REDUCE &&
+          p->nodes[i].space == FZ_SPACE_COLUMN)
         bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
     bool outer = p->kind == FZ_PLAN_OUTER_PERSISTENT;
     size_t rows = (size_t)p->grid_x + (outer ? 1 : 0);
     /* the results start at a 16-byte boundary after the partials */
-    return bytes * (size_t)fz_plan_reduced_points(p) * rows + (outer ? 16 : 0);
+    return bytes * (size_t)fz_plan_row_points(p) * rows + (outer ? 16 : 0);
   }
   size_t bytes = 0;
   for (int i = 0; i < p->num_nodes; i++)
@@ -219,7 +238,8 @@ bool fz_problem_params_fit(const fz_problem *pb, fz_reason *why) {
 
 void fz_plan_scalar_params(const fz_plan *p, int64_t *out) {
   int n = 0;
-  out[n++] = is_reduction(p)                  ? fz_plan_kept_points(p)
+  out[n++] = fz_plan_is_persistent(p)       ? fz_plan_rows(p)
+             : is_reduction(p)              ? fz_plan_kept_points(p)
              : p->kind == FZ_PLAN_TRANSPOSE ? fz_plan_num_tiles(p)
                                             : fz_plan_num_groups(p);
   for (int k = 0; k < p->rank; k++)
@@ -279,12 +299,14 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
     const fz_plan_node *n = &p->nodes[i];
     const char *dt = fz_dtype_name(n->dtype);
     bool persistent = fz_plan_is_persistent(p);
-    if (is_reduction(p) && !persistent && (int)n->post != domain) {
-      fz_buf_puts(b, n->post ? "  post:\n" : "  pre:\n");
-      domain = n->post;
+    if (is_reduction(p) && !persistent && (int)n->space != domain) {
+      fz_buf_puts(b, n->space == FZ_SPACE_ROW ? "  post:\n" : "  pre:\n");
+      domain = (int)n->space;
     }
     if (persistent) {
-      const char *space = n->post ? "row" : n->column ? "col" : "full";
+      const char *space = n->space == FZ_SPACE_ROW      ? "row"
+                          : n->space == FZ_SPACE_COLUMN ? "col"
+                                                        : "full";
       fz_buf_printf(b, "  [%s p%d]", space, n->phase);
     }
     switch (n->kind) {
@@ -338,6 +360,11 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
                   p->prefetch ? " prefetch" : "");
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
+    if (fz_plan_is_persistent(p)) {
+      fz_buf_puts(&b, " row=");
+      for (int k = 0; k < p->rank; k++)
+        fz_buf_puts(&b, p->row_axes[k] ? "x" : "-");
+    }
     fz_buf_puts(&b, "\n");
   }
   if (p->kind == FZ_PLAN_TRANSPOSE)
@@ -362,11 +389,9 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
   fz_buf_printf(b, "plan @%s %s kernel=%s\n", f->name, kind_name(p->kind),
                 p->kernel_name);
   fz_buf_printf(b, "  space [");
-  /* an outer plan's reduced[] marks the axes its rows span: the kept ones */
-  bool flip = p->kind == FZ_PLAN_OUTER_PERSISTENT;
   for (int k = 0; k < p->rank; k++)
     fz_buf_printf(b, "%s%s%" PRId64, k ? ", " : "",
-                  is_reduction(p) ? (p->reduced[k] != flip ? "R" : "I") : "",
+                  is_reduction(p) ? (p->reduced[k] ? "R" : "I") : "",
                   p->extents[k]);
   fz_buf_printf(b, "] reference %s index%d\n", p->reference,
                 p->index32 ? 32 : 64);

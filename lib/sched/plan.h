@@ -72,9 +72,8 @@ typedef enum fz_plan_kind {
   /* Outer normalization (batch norm over the outer axes of channels-last
    * data): every reduction keeps the innermost axis. The lowering sees
    * it as an inner-outer plan without row reductions: a row is one point
-   * of the reduced axes, spanning the kept ones (so reduced[] marks the
-   * kept axes, the axes a row spans, as in the other persistent plans;
-   * the printout names axes by what the fusion reduces), and the
+   * of the reduced axes, spanning the kept ones (row_axes marks the kept
+   * axes here, the reduced ones in the other persistent plans), and the
    * reductions are column reductions whose results feed back into the
    * rows. Each thread holds `unroll` rows in registers across a grid
    * barrier per reduction round (`phases` rounds). */
@@ -104,6 +103,25 @@ typedef enum fz_node_kind {
   FZ_NODE_REDUCE,  /* code (SUM/PROD/AMAX/AMIN) of operands[0] over R */
 } fz_node_kind;
 
+/* The space a node of a reduction or persistent plan is computed in, set
+ * by the scheduler that builds the node. A row is what the ROW space has
+ * one point for: in a reduction plan, a kept (I) point and the reduced
+ * points it gathers; in a persistent plan, the points along the plan's
+ * row_axes (the elements held in registers together).
+ *   FULL    every point of the canonical space (pointwise and transpose
+ *           plans have only these);
+ *   ROW     one value per row: constant along the reduced axes of a
+ *           reduction plan, the row_axes of a persistent plan (a row
+ *           REDUCE node, the epilogue of a reduction, mean or rstd);
+ *   COLUMN  persistent plans with column reductions: one value per point
+ *           of a row, constant along the axes that are not row_axes (a
+ *           column REDUCE node over the rows, grad-weight). */
+typedef enum fz_space {
+  FZ_SPACE_FULL,
+  FZ_SPACE_ROW,
+  FZ_SPACE_COLUMN,
+} fz_space;
+
 typedef struct fz_plan_node {
   fz_node_kind kind;
   fz_opcode code;   /* OP */
@@ -115,21 +133,24 @@ typedef struct fz_plan_node {
   fz_scalar step;    /* IOTA */
   int64_t coeff[FZ_MAX_RANK]; /* IOTA */
   const fz_value *value; /* the fusion value this node computes (printing) */
-  /* Reduction plans: false for nodes evaluated at every point of the full
-   * space (the prologue, feeding REDUCE nodes, and full-space stores);
-   * true for nodes evaluated once per kept (I) point after the
-   * reductions (REDUCE nodes themselves, the epilogue, its stores). */
-  bool post;
-  /* Persistent plans. A node is in one of three spaces: the full space
-   * (post and column false: varies along rows and columns), a row's space
-   * (post: constant along R, e.g. a row REDUCE node, mean or rstd
-   * outputs) or a column's space (column: constant along the kept axes,
-   * e.g. a column REDUCE node over the rows, grad-weight). `phase` orders
-   * the work within a row: full-space nodes of phase p use row REDUCE
-   * nodes of phases < p; a row REDUCE node of phase p accumulates
-   * full-space nodes of phase p - 1. Column REDUCE nodes accumulate across
-   * every row a block processes, then across blocks. */
-  bool column;
+  /* Reduction plans: FULL nodes are evaluated at every point of the full
+   * space (the prologue, feeding REDUCE nodes, and full-space stores) and
+   * read only FULL nodes; ROW nodes once per kept (I) point after the
+   * reductions (REDUCE nodes themselves, the epilogue, its stores), and
+   * read only ROW nodes, a REDUCE node excepted (it reads a FULL one).
+   * Persistent plans: a REDUCE node turns a FULL value into a ROW or
+   * COLUMN one; other nodes may read nodes of any space, except that only
+   * COLUMN nodes (and, in an OUTER plan, FULL nodes of a later round) read
+   * COLUMN ones, and a ROW node never depends on what varies along a row.
+   * Pointwise and transpose plans: FULL throughout. fz_plan_verify checks
+   * all of this. */
+  fz_space space;
+  /* Persistent plans: `phase` orders the work within a row: full-space
+   * nodes of phase p use row REDUCE nodes of phases < p; a row REDUCE node
+   * of phase p accumulates full-space nodes of phase p - 1. Column REDUCE
+   * nodes accumulate across every row a block processes, then across
+   * blocks (in an OUTER plan, one round each: a column REDUCE node of
+   * phase p reads a node of phase p - 1). */
   int phase;
 } fz_plan_node;
 
@@ -152,7 +173,8 @@ typedef struct fz_plan {
   fz_plan_access *accesses;
   int num_nodes;
   fz_plan_node *nodes;
-  /* Reduction plans. reduced[k]: canonical axis k is an R axis. Threads are
+  /* reduced[k]: the fusion reduces canonical axis k (an R axis), whatever
+   * the plan kind. Reduction and persistent plans: threads are
    * block_x (fastest) by block_y: for INNER, block_x threads share a row
    * (R) and block_y rows share a block; for OUTER, block_x threads walk the
    * kept space (each `vector` lanes wide along the innermost axis) and
@@ -161,6 +183,10 @@ typedef struct fz_plan {
    * partials combined through a workspace by the last block to finish a
    * tile (counted in a per-tile counter that the last block resets). */
   bool reduced[FZ_MAX_RANK];
+  /* Persistent plans: row_axes[k]: canonical axis k is one a row spans
+   * (the innermost always is): the reduced axes in INNER and INNER_OUTER
+   * plans, the kept ones in OUTER plans. fz_plan_rows counts the rows. */
+  bool row_axes[FZ_MAX_RANK];
   int block_x, block_y;
   int64_t grid_x;
   int split;
@@ -221,9 +247,9 @@ enum { FZ_PLAN_MAX_PHASES = 64 };
  * strides[0..rank) and its offset (i64); then, for reduction plans with
  * split > 1 and for the cooperative persistent plans whose column
  * reductions meet across the grid (fz_plan_has_grid_columns), the
- * workspace pointer and the counters pointer. For reduction and
- * persistent plans the group count is the number of kept (I) points, for
- * transpose plans the number of tiles. */
+ * workspace pointer and the counters pointer. For reduction plans the
+ * group count is the number of kept (I) points, for persistent plans the
+ * number of rows, for transpose plans the number of tiles. */
 int fz_plan_num_params(const fz_plan *plan);
 
 /* Every parameter is 8 bytes (a pointer or an i64). A launch may pass at
@@ -241,21 +267,28 @@ int fz_plan_num_params(const fz_plan *plan);
 void fz_plan_launch_shape(const fz_plan *plan, unsigned grid[3],
                           unsigned block[3]);
 size_t fz_plan_shared_bytes(const fz_plan *plan);
-/* Fill the i64 scalars (everything after the pointers) in order. */
+/* Fill the i64 scalars in order: the group count, the extents, each
+ * access's strides and offset (the parameters between the access pointers
+ * and the workspace pointers). */
 void fz_plan_scalar_params(const fz_plan *plan, int64_t *out);
-/* Elements per group and number of groups in the whole space. */
+/* The number of groups (`vector` elements each) in the whole space. */
 int64_t fz_plan_num_groups(const fz_plan *plan);
 
 /* Reduction plans: points of the kept space, length of the reduced space,
  * the accumulator dtype of a REDUCE node's result dtype (f32 for f16, bf16
  * and f32; f64; i64 for integers and bool), the number of tiles (blocks'
- * worth of kept points), and the workspace a split plan needs (partials
- * of every REDUCE node for every kept point and split, then one 32-bit
- * counter per tile, zeroed once). A plan with grid columns takes a
- * workspace too: a row of column partials per block (an OUTER persistent
- * plan adds a row of results), and the grid barrier's 8-byte counter. */
+ * worth of kept points, or of rows in a persistent plan), and the
+ * workspace a split plan needs (partials of every REDUCE node for every
+ * kept point and split, then one 32-bit counter per tile, zeroed once). A plan
+ * with grid columns takes a workspace too: a row of column partials per block
+ * (an OUTER persistent plan adds a row of results), and the grid barrier's
+ * 8-byte counter. */
 int64_t fz_plan_kept_points(const fz_plan *plan);
 int64_t fz_plan_reduced_points(const fz_plan *plan);
+/* Persistent plans: the number of rows (points of the axes no row spans)
+ * and the points of one row (of its row_axes). */
+int64_t fz_plan_rows(const fz_plan *plan);
+int64_t fz_plan_row_points(const fz_plan *plan);
 fz_dtype fz_reduce_acc_dtype(fz_dtype result);
 int64_t fz_plan_num_tiles(const fz_plan *plan); /* transpose: tiles */
 size_t fz_plan_workspace_bytes(const fz_plan *plan);
@@ -275,6 +308,13 @@ const char *fz_plan_key(const fz_plan *plan, fz_arena *arena);
 
 /* Text form for fuse-opt --emit=sched and lit tests. */
 void fz_plan_print(const fz_plan *plan, fz_buf *out);
+
+/* plan_verify.c: whether the plan obeys the rules of this header that
+ * lowering relies on (operands, accesses, spaces, phases, launch shapes);
+ * FZ_ERR_INTERNAL with a message naming the node or access and the rule
+ * when not. fz_schedule verifies every plan a scheduler returns, and
+ * lowering every plan it is given. */
+fz_status fz_plan_verify(const fz_plan *plan, fz_error *err);
 
 /* ---- schedulers --------------------------------------------------------- */
 
@@ -300,41 +340,72 @@ bool fz_plan_params_fit(const fz_plan *plan, fz_reason *why);
 bool fz_problem_params_fit(const fz_problem *problem, fz_reason *why);
 bool fz_outputs_params_fit(int num_outputs, fz_reason *why);
 
+/* Every scheduler has one entry point, fz_<name>_try, that either builds
+ * its plan or says why not:
+ *  - accepted: returns true, *out is the plan, allocated in `arena`;
+ *  - declined: returns false, *out is NULL, and *why (may be NULL) holds
+ *    the reason and the location of the op it is about. Memory the
+ *    attempt took stays in `arena` (fz_schedule_first gives each attempt
+ *    a scratch arena).
+ * Declining is the only way a scheduler fails: running out of memory in
+ * an arena is fatal (fz_arena_alloc), so there is no fz_status to return.
+ * The shared rules they apply are in heuristics.h. */
+typedef bool (*fz_scheduler_try)(const fz_problem *problem, fz_arena *arena,
+                                 fz_plan **out, fz_reason *why);
+
 /* pointwise.c: accepts fusions without reductions whose every output and
- * input maps affinely onto the reference output's iteration space. On
- * success the plan lives in `arena`. */
-bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why);
-fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err);
+ * input maps affinely onto the reference output's iteration space. */
+bool fz_pointwise_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why);
 
 /* reduction.c: accepts fusions whose reductions all reduce the same axes
  * of one iteration space, with a pointwise prologue and an epilogue that
  * only uses reduced values and tensors constant along the reduced axes.
  * Inner vs outer is decided by the physical order of what is read. */
-bool fz_reduction_can_schedule(const fz_problem *problem, fz_reason *why);
-fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err);
+bool fz_reduction_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why);
 
 /* persistent.c: accepts fusions whose reductions reduce either the
  * physically innermost axes of one space (row reductions, whose results
  * may be used back in the full space: normalizations) or exactly the
  * other axes (column reductions, with row reductions present), when a row
  * fits in registers. */
-bool fz_persistent_can_schedule(const fz_problem *problem, fz_reason *why);
-fz_status fz_persistent_schedule(const fz_problem *problem, fz_arena *arena,
-                                 fz_plan **out, fz_error *err);
+bool fz_persistent_try(const fz_problem *problem, fz_arena *arena,
+                       fz_plan **out, fz_reason *why);
 
 /* transpose.c: accepts what the pointwise scheduler accepts when some
  * input is contiguous along another canonical axis (B) than the outputs
  * (A, the innermost), both axes are long enough to fill tiles, and the
  * tiles fit in shared memory; declines (pointwise then takes the fusion)
  * when every access shares the innermost axis. */
-bool fz_transpose_can_schedule(const fz_problem *problem, fz_reason *why);
-fz_status fz_transpose_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err);
+bool fz_transpose_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why);
 
-/* schedule.c: pick the scheduler for a fusion taken whole (a whole fusion
- * or one segment of it: segment.c splits what no scheduler takes). */
+/* schedule.c: the scheduler table (transpose, pointwise, reduction,
+ * persistent: the order they are asked in) and the questions asked of it,
+ * for a fusion taken whole (a whole fusion or one segment of it:
+ * segment.c splits what no scheduler takes). */
+enum { FZ_NUM_SCHEDULERS = 4 };
+/* Room for fz_schedule_reasons' text: every reason whole. */
+#define FZ_SCHEDULE_REASONS_CHARS (FZ_NUM_SCHEDULERS * (256 + 16))
+
+/* Asks the schedulers in order, each in a scratch arena of its own, and
+ * returns the name of the first that accepts. Its plan is moved into
+ * `arena` and returned in *out; with arena NULL only the verdict is
+ * wanted and the plan is freed. NULL when none accepts; why (may be
+ * NULL) then holds every scheduler's reason, in table order (when one
+ * accepts, the reasons of those asked before it). Each scheduler builds
+ * at most one plan. */
+const char *fz_schedule_first(const fz_problem *problem, fz_arena *arena,
+                              fz_plan **out,
+                              fz_reason why[FZ_NUM_SCHEDULERS]);
+/* The reasons of a fusion no scheduler accepts, as "transpose: why;
+ * pointwise: why; ...", in out (n bytes, truncated to fit). */
+void fz_schedule_reasons(const fz_reason why[FZ_NUM_SCHEDULERS], char *out,
+                         size_t n);
+/* The plan of the first scheduler that accepts, in arena; when none does,
+ * FZ_ERR_UNSUPPORTED "no scheduler accepts fusion @f (reasons)" located
+ * at the first reason that names an op. */
 fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_error *err);
 /* Each scheduler's verdict on the whole fusion, one line each (--explain). */

@@ -10,74 +10,23 @@
  *  4. Canonical axes in the reference's physical order.
  *  5. Heuristics: elements per thread from 16-byte vectors of the narrowest
  *     contiguous tensor, per-access vector widths from each tensor's own
- *     strides and alignment, unroll and grid from the group count and the
- *     number of SMs.
+ *     strides and alignment (the rules shared with the other schedulers,
+ *     heuristics.c), unroll and grid from the group count and the number
+ *     of SMs.
+ * The entry point, fz_pointwise_try, is the table's (schedule.c) and the
+ * transpose scheduler's first step.
  */
 #include "sched/dag.h"
+#include "sched/heuristics.h"
 
 #include <stdio.h>
 #include <string.h>
 
-bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
-                                  const fz_tensor_desc *d, int v) {
-  int inner = p->rank - 1;
-  if (a->strides[inner] != 1 || p->extents[inner] % v != 0)
-    return false;
-  for (int k = 0; k < inner; k++)
-    if (a->strides[k] % v != 0)
-      return false;
-  if (a->offset % v != 0)
-    return false;
-  size_t bytes = (size_t)v * fz_dtype_size(a->dtype);
-  size_t need = bytes > 16 ? 16 : bytes;
-  return d->align % need == 0;
-}
-
-const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
-                                          const fz_plan_access *a) {
-  return a->is_output ? &pb->outputs[a->io] : &pb->inputs[a->io];
-}
-
-int fz_plan_widest_vector(const fz_plan *p, bool (*counts)(const fz_plan_access *)) {
-  int inner = p->rank - 1;
-  size_t narrow = 0;
-  for (int i = 0; i < p->num_accesses; i++) {
-    const fz_plan_access *a = &p->accesses[i];
-    size_t s = fz_dtype_size(a->dtype);
-    if ((!counts || counts(a)) && a->strides[inner] == 1 &&
-        (narrow == 0 || s < narrow))
-      narrow = s;
-  }
-  int v = narrow ? (int)(16 / narrow) : 1;
-  return v > 8 ? 8 : v;
-}
-
 static void choose_launch(const fz_problem *pb, fz_plan *p) {
-  int inner = p->rank - 1;
-  int v = fz_plan_widest_vector(p, NULL);
-  /* Shrink until the innermost extent allows it and every contiguous
-   * output can use it: outputs decide, inputs that can't are read scalar. */
-  for (; v > 1; v /= 2) {
-    if (p->extents[inner] % v != 0)
-      continue;
-    bool outputs_ok = true;
-    for (int i = 0; i < p->num_accesses; i++) {
-      const fz_plan_access *a = &p->accesses[i];
-      if (a->is_output && a->strides[inner] == 1)
-        outputs_ok &=
-            fz_plan_access_can_vectorize(p, a, fz_plan_access_desc(pb, a), v);
-    }
-    if (outputs_ok)
-      break;
-  }
+  /* Outputs decide the width; inputs that cannot take it are read scalar. */
+  int v = fz_plan_fit_vector(pb, p, fz_plan_widest_vector(p, NULL, NULL), true);
   p->vector = v;
-  for (int i = 0; i < p->num_accesses; i++) {
-    fz_plan_access *a = &p->accesses[i];
-    a->vector = v > 1 && fz_plan_access_can_vectorize(
-                             p, a, fz_plan_access_desc(pb, a), v)
-                    ? v
-                    : 1;
-  }
+  fz_plan_set_access_vectors(pb, p, v, NULL, NULL);
 
   int64_t groups = fz_plan_num_groups(p);
   p->threads = groups < 256 * 4 ? 128 : 256;
@@ -89,7 +38,7 @@ static void choose_launch(const fz_problem *pb, fz_plan *p) {
          groups / ((int64_t)p->threads * p->unroll * 2) >= per_wave)
     p->unroll *= 2;
   int64_t tile = (int64_t)p->threads * p->unroll;
-  int64_t blocks = (groups + tile - 1) / tile;
+  int64_t blocks = fz_cdiv(groups, tile);
   /* Up to 64 waves of blocks, so that large fusions run one tile a block
    * and the hardware balances the blocks: on the H200, capping at 8 waves
    * (several grid-stride trips a block, some blocks one trip more than
@@ -98,26 +47,6 @@ static void choose_launch(const fz_problem *pb, fz_plan *p) {
   int64_t cap = per_wave * 64;
   p->blocks = blocks < 1 ? 1 : blocks > cap ? cap : blocks;
   p->index32 = fz_plan_fits_int32(p, groups + p->blocks * tile);
-}
-
-bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound) {
-  int64_t limit = (int64_t)1 << 31;
-  if (loop_bound >= limit)
-    return false;
-  for (int k = 0; k < p->rank; k++)
-    if (p->extents[k] >= limit)
-      return false;
-  for (int i = 0; i < p->num_accesses; i++) {
-    const fz_plan_access *a = &p->accesses[i];
-    int64_t max_off = a->offset;
-    for (int k = 0; k < p->rank; k++) {
-      int64_t s = a->strides[k] < 0 ? -a->strides[k] : a->strides[k];
-      max_off += s * (p->extents[k] - 1);
-    }
-    if (max_off + p->vector >= limit)
-      return false;
-  }
-  return true;
 }
 
 static int64_t numel_of(const int64_t *sizes, int rank) {
@@ -247,21 +176,14 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   return true;
 }
 
-bool fz_pointwise_can_schedule(const fz_problem *problem, fz_reason *why) {
-  fz_arena *arena = fz_arena_create();
+bool fz_pointwise_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why) {
   fz_dag d = {0};
-  fz_plan *plan = NULL;
-  bool ok = build(&d, problem, arena, why, &plan);
-  fz_arena_destroy(arena);
+  *out = NULL;
+  if (why)
+    *why = (fz_reason){0};
+  bool ok = build(&d, problem, arena, why, out);
+  if (ok && why) /* a reference candidate tried before may have declined */
+    *why = (fz_reason){0};
   return ok;
-}
-
-fz_status fz_pointwise_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err) {
-  fz_reason why = {0};
-  fz_dag d = {0};
-  if (!build(&d, problem, arena, &why, out))
-    return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
-                       "pointwise scheduler declined: %s", why.text);
-  return FZ_OK;
 }

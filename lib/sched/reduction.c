@@ -6,7 +6,7 @@
  *     kernel reads most), or a finer space it is computed from through
  *     single-operand ops: a reshape of a permuted input (seed 004's
  *     ReductionOnPermutedReshape) is affine only from the finer side,
- *     merges are, splits are not (fz_dag_schedule tries them in turn).
+ *     merges are, splits are not (fz_dag_try tries them in turn).
  *     Every value gets a map from its coordinates.
  *  2. The reduced (R) axes of the reference are the columns the reduced
  *     axes of that reduction map to; every reduction must reduce exactly
@@ -19,28 +19,16 @@
  *  5. Canonical axes in the *physical* order of the main input read in the
  *     full space — never the output's — with R and I axes merged only
  *     among themselves. Innermost R: inner reduction; innermost I: outer.
- *  6. Heuristics from the sizes and the device (below).
+ *  6. Heuristics from the sizes and the device (below; vector widths and
+ *     32-bit indexing by the shared rules of heuristics.c).
+ * The entry point, fz_reduction_try, drives steps 1-6 over the reference
+ * candidates (fz_dag_try).
  */
 #include "sched/dag.h"
+#include "sched/heuristics.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int64_t pow2_ceil(int64_t n) {
-  int64_t p = 1;
-  while (p < n)
-    p *= 2;
-  return p;
-}
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static bool is_reduced_dim(const fz_op *op, int axis) {
-  for (int d = 0; d < op->num_dims; d++)
-    if (op->dims[d] == axis)
-      return true;
-  return false;
-}
 
 /* ---- heuristics --------------------------------------------------------- */
 
@@ -48,52 +36,26 @@ static bool is_pre_access(const fz_plan *p, int access) {
   for (int i = 0; i < p->num_nodes; i++)
     if ((p->nodes[i].kind == FZ_NODE_LOAD ||
          p->nodes[i].kind == FZ_NODE_STORE) &&
-        p->nodes[i].access == access && !p->nodes[i].post)
+        p->nodes[i].access == access && p->nodes[i].space == FZ_SPACE_FULL)
       return true;
   return false;
 }
 
-/* Lanes along the innermost axis, then each access's own width. The
- * accesses that walk the innermost axis are the ones of the pre pass for
- * an inner reduction, and all of them for an outer one. */
+/* The accesses that walk the innermost axis: those of the pre pass for
+ * an inner reduction (ctx points at true), all of them for an outer one. */
+static bool walks_innermost(const fz_plan *p, int access, const void *ctx) {
+  bool inner = *(const bool *)ctx;
+  return !inner || is_pre_access(p, access);
+}
+
+/* Lanes along the innermost axis, then each access's own width. An outer
+ * reduction stores its outputs along that axis: they decide the width, as
+ * in the pointwise scheduler. */
 static void choose_vector(const fz_problem *pb, fz_plan *p, bool inner) {
-  int last = p->rank - 1;
-  size_t narrow = 0;
-  for (int i = 0; i < p->num_accesses; i++) {
-    const fz_plan_access *a = &p->accesses[i];
-    if (a->strides[last] != 1 || (inner && !is_pre_access(p, i)))
-      continue;
-    size_t s = fz_dtype_size(a->dtype);
-    if (narrow == 0 || s < narrow)
-      narrow = s;
-  }
-  int v = narrow ? (int)(16 / narrow) : 1;
-  if (v > 8)
-    v = 8;
-  while (v > 1 && p->extents[last] % v != 0)
-    v /= 2;
-  /* An outer reduction stores its outputs along the same axis: they
-   * decide the width, as in the pointwise scheduler. */
-  for (; v > 1 && !inner; v /= 2) {
-    bool ok = p->extents[last] % v == 0;
-    for (int i = 0; i < p->num_accesses && ok; i++) {
-      const fz_plan_access *a = &p->accesses[i];
-      if (a->is_output && a->strides[last] == 1)
-        ok = fz_plan_access_can_vectorize(p, a, fz_plan_access_desc(pb, a), v);
-    }
-    if (ok)
-      break;
-  }
+  int v = fz_plan_widest_vector(p, walks_innermost, &inner);
+  v = fz_plan_fit_vector(pb, p, v, !inner);
   p->vector = v;
-  for (int i = 0; i < p->num_accesses; i++) {
-    fz_plan_access *a = &p->accesses[i];
-    bool walks = !inner || is_pre_access(p, i);
-    a->vector = v > 1 && walks &&
-                        fz_plan_access_can_vectorize(
-                            p, a, fz_plan_access_desc(pb, a), v)
-                    ? v
-                    : 1;
-  }
+  fz_plan_set_access_vectors(pb, p, v, walks_innermost, &inner);
 }
 
 /* Inner: block_x threads share a row, block_y rows per block. Each thread
@@ -102,7 +64,7 @@ static void choose_vector(const fz_problem *pb, fz_plan *p, bool inner) {
 static void inner_launch(const fz_problem *pb, fz_plan *p) {
   int64_t rows = fz_plan_kept_points(p);
   int64_t groups = fz_plan_reduced_points(p) / p->vector;
-  int64_t bx = pow2_ceil(cdiv(groups, 4));
+  int64_t bx = fz_pow2_ceil(fz_cdiv(groups, 4));
   if (bx > 512)
     bx = 512;
   if (bx < 1)
@@ -110,11 +72,11 @@ static void inner_launch(const fz_problem *pb, fz_plan *p) {
   int64_t by = 256 / bx;
   if (by < 1)
     by = 1;
-  if (by > pow2_ceil(rows))
-    by = pow2_ceil(rows);
+  if (by > fz_pow2_ceil(rows))
+    by = fz_pow2_ceil(rows);
   p->block_x = (int)bx;
   p->block_y = (int)by;
-  int64_t tiles = cdiv(rows, by);
+  int64_t tiles = fz_cdiv(rows, by);
   int64_t blocks_per_sm = 2048 / (bx * by);
   int64_t resident = (int64_t)pb->device.num_sms * blocks_per_sm;
   p->split = 1;
@@ -128,7 +90,7 @@ static void inner_launch(const fz_problem *pb, fz_plan *p) {
     p->split = s > 1 ? (int)(s > 65535 ? 65535 : s) : 1;
   }
   p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
-  int64_t per_thread = cdiv(groups, bx * p->split);
+  int64_t per_thread = fz_cdiv(groups, bx * p->split);
   /* all of a thread's loads of a row in flight at once, up to 8 */
   p->unroll = per_thread >= 8 ? 8 : per_thread >= 4 ? 4 : per_thread >= 2 ? 2 : 1;
   p->threads = (int)(bx * by);
@@ -142,27 +104,27 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
   int64_t kept = fz_plan_kept_points(p) / p->vector;
   int64_t rlen = fz_plan_reduced_points(p);
   int64_t bx = 32;
-  if (bx > pow2_ceil(kept))
-    bx = pow2_ceil(kept);
+  if (bx > fz_pow2_ceil(kept))
+    bx = fz_pow2_ceil(kept);
   /* A warp spans 512 contiguous bytes of a row and 8 warps walk R (measured
    * best on [36864, 16384]). When the kept space is only a few warps wide,
    * up to 512 threads walk R instead, so fewer splits are needed and the
    * last block's finish stays short. When R is short, each thread walks
    * all of it alone, like a pointwise kernel with an in-register sum. */
-  int64_t by = bx == 32 && cdiv(kept, bx) > 8 ? 8 : 512 / bx;
+  int64_t by = bx == 32 && fz_cdiv(kept, bx) > 8 ? 8 : 512 / bx;
   if (by > 128)
     by = 128;
   if (rlen <= 32) {
     by = 1;
-    bx = pow2_ceil(kept) < 256 ? pow2_ceil(kept) : 256;
+    bx = fz_pow2_ceil(kept) < 256 ? fz_pow2_ceil(kept) : 256;
   }
-  if (by > pow2_ceil(rlen))
-    by = pow2_ceil(rlen);
+  if (by > fz_pow2_ceil(rlen))
+    by = fz_pow2_ceil(rlen);
   if (by < 1)
     by = 1;
   p->block_x = (int)bx;
   p->block_y = (int)by;
-  int64_t tiles = cdiv(kept, bx);
+  int64_t tiles = fz_cdiv(kept, bx);
   int64_t blocks_per_sm = 2048 / (bx * by);
   if (blocks_per_sm > 32)
     blocks_per_sm = 32;
@@ -175,7 +137,7 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
     p->split = s > 1 ? (int)(s > 65535 ? 65535 : s) : 1;
   }
   p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
-  int64_t per_thread = cdiv(rlen, by * p->split);
+  int64_t per_thread = fz_cdiv(rlen, by * p->split);
   /* 8 loads in flight when R is short (all of it) or the kept space is
    * narrow (few threads per row, so each needs more bytes in flight) */
   p->unroll = per_thread >= 8 && (rlen <= 32 || bx < 32) ? 8
@@ -203,7 +165,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   /* The R columns, and every reduction reducing exactly them. */
   unsigned rcols = 0;
   for (int i = 0; i < ref->type.rank; i++)
-    if (is_reduced_dim(first, i))
+    if (fz_op_reduces_axis(first, i))
       rcols |= fz_map_row_columns(d->maps[ref->id], i);
   for (int i = 0; i < f->num_ops; i++) {
     const fz_op *op = f->ops[i];
@@ -217,7 +179,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                                label);
     unsigned reduced = 0, kept = 0;
     for (int a = 0; a < in->type.rank; a++) {
-      if (is_reduced_dim(op, a))
+      if (fz_op_reduces_axis(op, a))
         reduced |= fz_map_row_columns(d->maps[in->id], a);
       else
         kept |= fz_map_row_columns(d->maps[in->id], a);
@@ -265,7 +227,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     bool pre = false;
     for (int k = 0; k < d->num_nodes && !pre; k++)
       pre = d->nodes[k].kind == FZ_NODE_LOAD && d->nodes[k].access == i &&
-            !d->nodes[k].post;
+            d->nodes[k].space == FZ_SPACE_FULL;
     if (!pre)
       continue;
     int axes = 0;
@@ -312,11 +274,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   return true;
 }
 
-bool fz_reduction_can_schedule(const fz_problem *problem, fz_reason *why) {
-  return fz_dag_can_schedule(problem, why, build_from);
-}
-
-fz_status fz_reduction_schedule(const fz_problem *problem, fz_arena *arena,
-                             fz_plan **out, fz_error *err) {
-  return fz_dag_schedule(problem, arena, out, err, build_from, "reduction");
+bool fz_reduction_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why) {
+  return fz_dag_try(problem, arena, out, why, build_from);
 }

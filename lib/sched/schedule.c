@@ -1,10 +1,18 @@
-/* schedule.c - choose a scheduler for a fusion and one problem. Each
- * scheduler is asked in turn; the first that accepts builds the plan, and
- * when none does, the error lists every reason and points at the op the
- * first reason about one names. Reasons about the kind of fusion ("%s is
- * a reduction" to the pointwise scheduler, "no reduction" to the others)
- * point at no op: only an op a scheduler fails on is a place to look.
- * Segmentation (segment.c) splits a fusion no scheduler takes whole.
+/* schedule.c - the scheduler table, and choosing a scheduler for a fusion
+ * and one problem. Each scheduler is asked in turn through its one entry
+ * point (fz_<name>_try, plan.h); the first that accepts has built the
+ * plan, which fz_plan_verify checks (plan_verify.c), and when none does,
+ * the error lists every reason and points at
+ * the op the first reason about one names. Reasons about the kind of
+ * fusion ("%s is a reduction" from the pointwise and transpose schedulers,
+ * "fusion has no reduction" from the reduction and persistent ones) point
+ * at no op: only an op a scheduler fails on is a
+ * place to look. Segmentation (segment.c) splits a fusion no scheduler
+ * takes whole.
+ *
+ * Every attempt runs in a scratch arena: a declined attempt's memory is
+ * freed at once, and the accepted plan joins the caller's arena
+ * (fz_arena_absorb) without being built a second time.
  */
 #include "sched/plan.h"
 
@@ -12,55 +20,93 @@
 
 typedef struct scheduler {
   const char *name;
-  bool (*can_schedule)(const fz_problem *, fz_reason *);
-  fz_status (*schedule)(const fz_problem *, fz_arena *, fz_plan **,
-                        fz_error *);
+  fz_scheduler_try try_plan;
 } scheduler;
 
 /* Transpose before pointwise: it takes only pointwise fusions that change
  * layout, which pointwise would run with strided reads. */
 static const scheduler schedulers[] = {
-    {"transpose", fz_transpose_can_schedule, fz_transpose_schedule},
-    {"pointwise", fz_pointwise_can_schedule, fz_pointwise_schedule},
-    {"reduction", fz_reduction_can_schedule, fz_reduction_schedule},
-    {"persistent", fz_persistent_can_schedule, fz_persistent_schedule},
+    {"transpose", fz_transpose_try},
+    {"pointwise", fz_pointwise_try},
+    {"reduction", fz_reduction_try},
+    {"persistent", fz_persistent_try},
 };
+_Static_assert(sizeof schedulers / sizeof schedulers[0] == FZ_NUM_SCHEDULERS,
+               "FZ_NUM_SCHEDULERS counts the table");
+
+/* Scheduler i's attempt in a scratch arena; an accepted plan is moved
+ * into `keep` (NULL: freed). */
+static bool attempt(int i, const fz_problem *problem, fz_arena *keep,
+                    fz_plan **out, fz_reason *why) {
+  fz_arena *scratch = fz_arena_create();
+  fz_plan *plan = NULL;
+  bool ok = schedulers[i].try_plan(problem, scratch, &plan, why);
+  if (ok && keep) {
+    fz_arena_absorb(keep, scratch);
+    *out = plan;
+  } else {
+    fz_arena_destroy(scratch);
+  }
+  return ok;
+}
+
+const char *fz_schedule_first(const fz_problem *problem, fz_arena *arena,
+                              fz_plan **out,
+                              fz_reason why[FZ_NUM_SCHEDULERS]) {
+  for (int i = 0; i < FZ_NUM_SCHEDULERS; i++)
+    if (attempt(i, problem, arena, out, why ? &why[i] : NULL))
+      return schedulers[i].name;
+  return NULL;
+}
+
+void fz_schedule_reasons(const fz_reason why[FZ_NUM_SCHEDULERS], char *out,
+                         size_t n) {
+  size_t used = 0;
+  if (n)
+    out[0] = 0;
+  for (int i = 0; i < FZ_NUM_SCHEDULERS && used < n; i++) {
+    int w = snprintf(out + used, n - used, "%s%s: %s", i ? "; " : "",
+                     schedulers[i].name, why[i].text);
+    used = w < 0 ? n : used + (size_t)w;
+  }
+}
 
 fz_status fz_schedule(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_error *err) {
-  char reasons[768] = "";
-  size_t used = 0;
-  fz_loc at = {0, 0};
-  for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
-    fz_reason why = {0};
-    if (schedulers[i].can_schedule(problem, &why))
-      return schedulers[i].schedule(problem, arena, out, err);
-    int n = snprintf(reasons + used, sizeof reasons - used, "%s%s: %s",
-                     used ? "; " : "", schedulers[i].name, why.text);
-    if (n > 0 && (size_t)n < sizeof reasons - used)
-      used += (size_t)n;
-    if (at.line == 0)
-      at = why.loc;
+  fz_reason why[FZ_NUM_SCHEDULERS];
+  *out = NULL;
+  const char *name = fz_schedule_first(problem, arena, out, why);
+  if (name) {
+    /* A plan that breaks plan.h's rules is the scheduler's bug: an
+     * internal error here rather than a kernel lowering would refuse or
+     * miscompile. */
+    fz_error bad = {0};
+    if (fz_plan_verify(*out, &bad) == FZ_OK)
+      return FZ_OK;
+    *out = NULL;
+    return fz_error_at(err, fz_error_loc(&bad), FZ_ERR_INTERNAL,
+                       "the %s scheduler built an invalid plan for @%s: %s",
+                       name, problem->fusion->name, bad.message);
   }
+  char reasons[FZ_SCHEDULE_REASONS_CHARS];
+  fz_schedule_reasons(why, reasons, sizeof reasons);
+  fz_loc at = {0, 0};
+  for (int i = 0; i < FZ_NUM_SCHEDULERS && at.line == 0; i++)
+    at = why[i].loc;
   return fz_error_at(err, at, FZ_ERR_UNSUPPORTED,
                      "no scheduler accepts fusion @%s (%s)",
                      problem->fusion->name, reasons);
 }
 
 void fz_schedule_explain(const fz_problem *problem, fz_buf *out) {
-  for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
-    fz_reason why = {0};
-    bool ok = schedulers[i].can_schedule(problem, &why);
+  for (int i = 0; i < FZ_NUM_SCHEDULERS; i++) {
+    fz_reason why;
+    bool ok = attempt(i, problem, NULL, NULL, &why);
     fz_buf_printf(out, "  %-11s %s%s%s\n", schedulers[i].name,
-                  ok ? "accepts" : "rejects", ok ? "" : ": ", why.text);
+                  ok ? "accepts" : "rejects", ok ? "" : ": ", ok ? "" : why.text);
   }
 }
 
 const char *fz_schedule_pick(const fz_problem *problem) {
-  for (size_t i = 0; i < sizeof schedulers / sizeof schedulers[0]; i++) {
-    fz_reason why = {0};
-    if (schedulers[i].can_schedule(problem, &why))
-      return schedulers[i].name;
-  }
-  return NULL;
+  return fz_schedule_first(problem, NULL, NULL, NULL);
 }

@@ -134,40 +134,6 @@ void fz_seg_note(fz_seg_ctx *c, const char *text) {
   c->num_notes++;
 }
 
-/* fz_schedule_explain's lines ("  pointwise   rejects: why") as
- * "pointwise: why; reduction: why". */
-static char *condensed_reasons(const fz_problem *pb) {
-  fz_buf raw = {0}, out = {0};
-  fz_schedule_explain(pb, &raw);
-  char *text = fz_buf_take(&raw);
-  if (!text)
-    return NULL;
-  bool first = true;
-  for (char *line = text; *line;) {
-    char *end = strchr(line, '\n');
-    if (end)
-      *end = 0;
-    while (*line == ' ')
-      line++;
-    size_t name = strcspn(line, " ");
-    const char *rest = line + name;
-    while (*rest == ' ')
-      rest++;
-    if (strncmp(rest, "rejects: ", 9) == 0)
-      rest += 9;
-    if (name) {
-      fz_buf_printf(&out, "%s%.*s: %s", first ? "" : "; ", (int)name, line,
-                    rest);
-      first = false;
-    }
-    if (!end)
-      break;
-    line = end + 1;
-  }
-  free(text);
-  return fz_buf_take(&out);
-}
-
 /* ---- building a group --------------------------------------------------- */
 
 static bool in_group(const fz_seg_ctx *c, int op) {
@@ -414,10 +380,16 @@ fz_status fz_seg_build_cand(fz_seg_ctx *c, const int *ops, int num_ops,
     goto done;
   fz_problem pb = {.fusion = out->f, .inputs = din, .outputs = dout,
                    .symbols = c->pb->symbols, .device = c->pb->device};
-  out->scheduler = fz_schedule_pick(&pb);
+  /* one attempt per scheduler answers both which one and, when none, why */
+  fz_reason reasons[FZ_NUM_SCHEDULERS];
+  out->scheduler = fz_schedule_first(&pb, NULL, NULL, why ? reasons : NULL);
   if (!out->scheduler && why) {
-    *why = condensed_reasons(&pb);
-    if (!*why)
+    char text[FZ_SCHEDULE_REASONS_CHARS];
+    fz_schedule_reasons(reasons, text, sizeof text);
+    size_t len = strlen(text) + 1;
+    if ((*why = malloc(len)))
+      memcpy(*why, text, len);
+    else
       st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   }
 done:

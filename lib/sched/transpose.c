@@ -23,15 +23,18 @@
  *     input. Shared memory is static; more than 48 KiB of tiles falls back
  *     to 32x32 tiles, then declines.
  *  5. Vectors: along A for outputs and direct inputs (as pointwise
- *     chooses them, from each tensor's strides and alignment), along B for
- *     tiled inputs (16-byte loads where B's extent, the other strides, the
- *     offset and the base pointer allow).
+ *     chooses them, from each tensor's strides and alignment: the shared
+ *     rules of heuristics.c), along B for tiled inputs (16-byte loads
+ *     where B's extent, the other strides, the offset and the base
+ *     pointer allow).
+ * The entry point is fz_transpose_try: fz_pointwise_try's plan and, when
+ * pointwise declines, its reason.
  */
 #include "sched/dag.h"
+#include "sched/heuristics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
 enum {
   MIN_EXTENT = 32,              /* of A and of B */
@@ -52,18 +55,23 @@ static const char *access_label(const fz_problem *pb, const fz_plan_access *a,
                         buf, n);
 }
 
-static bool decline(fz_reason *why, const char *fmt, ...)
+/* Sets the reason, located at the op that defines `about` (NULL: about
+ * the fusion as a whole), and returns false. */
+static bool decline(fz_reason *why, const fz_value *about, const char *fmt,
+                    ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
-static bool decline(fz_reason *why, const char *fmt, ...) {
+static bool decline(fz_reason *why, const fz_value *about, const char *fmt,
+                    ...) {
   if (why) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why->text, sizeof why->text, fmt, ap);
     va_end(ap);
+    why->loc = fz_value_loc(about);
   }
   return false;
 }
@@ -75,15 +83,16 @@ static bool classify(const fz_problem *pb, const fz_plan *p, fz_arena *arena,
   int a = p->rank - 1;
   *v = (verdict){.axis_b = -1};
   if (p->rank < 2)
-    return decline(why, "the canonical space is one axis: every access "
-                        "shares the innermost axis");
+    return decline(why, NULL,
+                   "the canonical space is one axis: every access shares "
+                   "the innermost axis");
   v->tiled = fz_arena_alloc(arena, sizeof(bool) * (size_t)p->num_accesses);
   int first = -1;
   for (int i = 0; i < p->num_accesses; i++) {
     const fz_plan_access *x = &p->accesses[i];
     if (x->is_output) {
       if (x->strides[a] != 1)
-        return decline(why,
+        return decline(why, pb->fusion->outputs[x->io],
                        "output %s is not contiguous along the reference's "
                        "innermost axis",
                        access_label(pb, x, l1, sizeof l1));
@@ -98,7 +107,7 @@ static bool classify(const fz_problem *pb, const fz_plan *p, fz_arena *arena,
     if (b < 0)
       continue; /* contiguous nowhere: read strided, as pointwise would */
     if (v->axis_b >= 0 && b != v->axis_b)
-      return decline(why,
+      return decline(why, NULL,
                      "inputs %s and %s are contiguous along different axes "
                      "(%d and %d)",
                      access_label(pb, &p->accesses[first], l1, sizeof l1),
@@ -110,10 +119,11 @@ static bool classify(const fz_problem *pb, const fz_plan *p, fz_arena *arena,
     v->num_tiled++;
   }
   if (v->axis_b < 0)
-    return decline(why, "no input is contiguous along another axis than the "
-                        "outputs' innermost (no layout change)");
+    return decline(why, NULL,
+                   "no input is contiguous along another axis than the "
+                   "outputs' innermost (no layout change)");
   if (p->extents[a] < MIN_EXTENT || p->extents[v->axis_b] < MIN_EXTENT)
-    return decline(why,
+    return decline(why, NULL,
                    "axes too short for tiles: %lld (innermost) and %lld "
                    "(inputs' innermost), each needs >= %d",
                    (long long)p->extents[a], (long long)p->extents[v->axis_b],
@@ -140,43 +150,23 @@ static int tiled_vector(const fz_problem *pb, const fz_plan *p,
   return v;
 }
 
+static bool not_tiled(const fz_plan *p, int access, const void *ctx) {
+  (void)p;
+  return !((const bool *)ctx)[access];
+}
+
 /* Lanes along A for the store side: 16-byte vectors of the narrowest
  * output or direct input contiguous along A, halved until A's extent and
- * every output allow them (inputs that cannot are read scalar). */
+ * every output allow them (inputs that cannot are read scalar); tiled
+ * inputs take their own width along B. */
 static void choose_vectors(const fz_problem *pb, fz_plan *p, const bool *tiled) {
-  int a = p->rank - 1;
-  size_t narrow = 0;
-  for (int i = 0; i < p->num_accesses; i++) {
-    size_t s = fz_dtype_size(p->accesses[i].dtype);
-    if (!tiled[i] && p->accesses[i].strides[a] == 1 && (!narrow || s < narrow))
-      narrow = s;
-  }
-  int w = narrow ? (int)(16 / narrow) : 1;
-  if (w > 8)
-    w = 8;
-  for (; w > 1; w /= 2) {
-    if (p->extents[a] % w != 0)
-      continue;
-    bool ok = true;
-    for (int i = 0; i < p->num_accesses && ok; i++) {
-      const fz_plan_access *x = &p->accesses[i];
-      if (x->is_output)
-        ok = fz_plan_access_can_vectorize(p, x, fz_plan_access_desc(pb, x), w);
-    }
-    if (ok)
-      break;
-  }
+  int w = fz_plan_widest_vector(p, not_tiled, tiled);
+  w = fz_plan_fit_vector(pb, p, w, true);
   p->vector = w;
-  for (int i = 0; i < p->num_accesses; i++) {
-    fz_plan_access *x = &p->accesses[i];
+  fz_plan_set_access_vectors(pb, p, w, not_tiled, tiled);
+  for (int i = 0; i < p->num_accesses; i++)
     if (tiled[i])
-      x->vector = tiled_vector(pb, p, x);
-    else
-      x->vector = w > 1 && fz_plan_access_can_vectorize(
-                               p, x, fz_plan_access_desc(pb, x), w)
-                      ? w
-                      : 1;
-  }
+      p->accesses[i].vector = tiled_vector(pb, p, &p->accesses[i]);
 }
 
 /* Step 4 and the grid. */
@@ -188,7 +178,7 @@ static bool choose_tiles(const fz_problem *pb, fz_plan *p, int size,
   p->threads = p->tile_a * p->tile_b / ELEMENTS_PER_THREAD;
   size_t bytes = fz_plan_tile_bytes(p);
   if (bytes > MAX_TILE_BYTES)
-    return decline(why,
+    return decline(why, NULL,
                    "tiles of the transposed inputs need %zu bytes of shared "
                    "memory (at most %d)",
                    bytes, MAX_TILE_BYTES);
@@ -206,44 +196,22 @@ static bool choose_tiles(const fz_problem *pb, fz_plan *p, int size,
 }
 
 /* The pointwise plan of the problem, turned into a transpose plan. */
-static bool build(const fz_problem *pb, fz_arena *arena, fz_plan **out,
-                  fz_reason *why) {
-  fz_error err = {0};
+bool fz_transpose_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why) {
   fz_plan *p = NULL;
-  if (fz_pointwise_schedule(pb, arena, &p, &err) != FZ_OK) {
-    /* "pointwise scheduler declined: <why>": keep the why */
-    const char *colon = strstr(err.message, "declined: ");
-    decline(why, "%s", colon ? colon + 10 : err.message);
-    if (why)
-      why->loc = fz_error_loc(&err);
+  *out = NULL;
+  if (!fz_pointwise_try(problem, arena, &p, why))
     return false;
-  }
   verdict v;
-  if (!classify(pb, p, arena, &v, why))
+  if (!classify(problem, p, arena, &v, why))
     return false;
   p->kind = FZ_PLAN_TRANSPOSE;
   p->kernel_name = fz_arena_strdup(arena, "fz_transpose");
   p->tile_axis = v.axis_b;
   p->tiled = v.tiled;
-  if (!choose_tiles(pb, p, 64, NULL) && !choose_tiles(pb, p, 32, why))
+  if (!choose_tiles(problem, p, 64, NULL) &&
+      !choose_tiles(problem, p, 32, why))
     return false;
   *out = p;
   return true;
-}
-
-bool fz_transpose_can_schedule(const fz_problem *problem, fz_reason *why) {
-  fz_arena *arena = fz_arena_create();
-  fz_plan *plan = NULL;
-  bool ok = build(problem, arena, &plan, why);
-  fz_arena_destroy(arena);
-  return ok;
-}
-
-fz_status fz_transpose_schedule(const fz_problem *problem, fz_arena *arena,
-                                fz_plan **out, fz_error *err) {
-  fz_reason why = {0};
-  if (!build(problem, arena, out, &why))
-    return fz_error_at(err, why.loc, FZ_ERR_UNSUPPORTED,
-                       "transpose scheduler declined: %s", why.text);
-  return FZ_OK;
 }

@@ -18,9 +18,9 @@
  *    min/max, comparisons, casts, shape ops, amax/amin and integer math on
  *    exact operands (lib/lower/compute.c matches the interpreter there).
  *    Transcendentals and float sums are not. Discontinuous ops (floor,
- *    round, float mod, anything with an integer or bool result) take only
- *    exact operands, so a last-ulp difference never becomes a different
- *    integer.
+ *    round, trunc, sign, frac, float mod and fmod, anything with an
+ *    integer or bool result) take only exact operands, so a last-ulp
+ *    difference never becomes a different integer.
  *  - level: for an inexact value, the coarsest float dtype it was rounded
  *    to. An output may not be finer: an f64 value computed from an f32 exp
  *    is cast to f32 before it is returned. An f16/bf16-level value may be
@@ -251,6 +251,10 @@ static bool op_is_exact(fz_opcode code, fz_value *const *ops, fz_dtype d) {
     case FZ_OP_EXP: case FZ_OP_EXP2: case FZ_OP_LOG: case FZ_OP_LOG2:
     case FZ_OP_SIN: case FZ_OP_COS: case FZ_OP_TANH: case FZ_OP_SIGMOID:
     case FZ_OP_ERF: case FZ_OP_GELU: case FZ_OP_SILU:
+    case FZ_OP_LOG1P: case FZ_OP_EXPM1: case FZ_OP_TAN: case FZ_OP_ATAN:
+    case FZ_OP_ASIN: case FZ_OP_ACOS: case FZ_OP_SINH: case FZ_OP_COSH:
+    case FZ_OP_ASINH: case FZ_OP_ACOSH: case FZ_OP_ATANH: case FZ_OP_ERFC:
+    case FZ_OP_ERFINV: case FZ_OP_LGAMMA:
       return false;
     default:
       return true;
@@ -258,8 +262,10 @@ static bool op_is_exact(fz_opcode code, fz_value *const *ops, fz_dtype d) {
   case FZ_KIND_BINARY:
     if (code == FZ_OP_POW)
       return !fz_dtype_is_float(d) || literal_is(ops[1], 2.0);
-    if (code == FZ_OP_MOD)
+    if (code == FZ_OP_MOD || code == FZ_OP_FMOD)
       return !fz_dtype_is_float(d) || literal_is_pow2(ops[1]);
+    if (code == FZ_OP_ATAN2 || code == FZ_OP_HYPOT)
+      return false;
     return true;
   case FZ_KIND_REDUCTION:
     return code == FZ_OP_AMAX || code == FZ_OP_AMIN ||
@@ -272,7 +278,8 @@ static bool op_is_exact(fz_opcode code, fz_value *const *ops, fz_dtype d) {
 /* Ops whose float result jumps where its operands change a little. */
 static bool discontinuous(fz_opcode code) {
   return code == FZ_OP_FLOOR || code == FZ_OP_CEIL || code == FZ_OP_ROUND ||
-         code == FZ_OP_MOD;
+         code == FZ_OP_MOD || code == FZ_OP_TRUNC || code == FZ_OP_SIGN ||
+         code == FZ_OP_FRAC || code == FZ_OP_FMOD;
 }
 
 /* Ops that pass an operand's error on without amplifying it against the
@@ -289,7 +296,7 @@ static bool keeps_error(fz_opcode code, fz_value *const *ops) {
   switch (code) {
   case FZ_OP_NEG: case FZ_OP_ABS: case FZ_OP_RELU: case FZ_OP_MAX:
   case FZ_OP_MIN: case FZ_OP_CLAMP: case FZ_OP_WHERE: case FZ_OP_ISNAN:
-  case FZ_OP_AMAX: case FZ_OP_AMIN:
+  case FZ_OP_ISINF: case FZ_OP_ISFINITE: case FZ_OP_AMAX: case FZ_OP_AMIN:
     return true;
   case FZ_OP_MUL:
     return ops[0]->kind == FZ_VALUE_LITERAL || ops[1]->kind == FZ_VALUE_LITERAL;
@@ -319,8 +326,28 @@ static double predict_bound(gen *g, fz_opcode code, int n,
   if (t->dtype == FZ_BOOL)
     return 1;
   switch (code) {
-  case FZ_OP_FLOOR: case FZ_OP_CEIL: case FZ_OP_ROUND:
+  case FZ_OP_FLOOR: case FZ_OP_CEIL: case FZ_OP_ROUND: case FZ_OP_TRUNC:
+  case FZ_OP_BITWISE_NOT:
     return B[0] + 1;
+  case FZ_OP_SIGN: case FZ_OP_FRAC: return 1;
+  case FZ_OP_LOG1P: return fmax(log1p(B[0]), 1);
+  case FZ_OP_EXPM1: return exp(B[0]);
+  case FZ_OP_TAN: return tan(fmin(B[0], 1.5));
+  case FZ_OP_ATAN: case FZ_OP_ASIN: return 1.6;
+  case FZ_OP_ACOS: case FZ_OP_ATAN2: return 3.2;
+  case FZ_OP_SINH: case FZ_OP_COSH: return cosh(B[0]);
+  case FZ_OP_ASINH: return fmax(asinh(B[0]), 1);
+  case FZ_OP_ACOSH: return fmax(acosh(fmax(B[0], 1)), 1);
+  case FZ_OP_ATANH: return fmax(atanh(fmin(B[0], 0.99)), 1);
+  case FZ_OP_ERFC: return 2;
+  case FZ_OP_ERFINV: return fmax(B[0] * 2, 1); /* |x| <= 0.5 */
+  case FZ_OP_LGAMMA: return fmax(lgamma(fmax(B[0], 3)), 1);
+  case FZ_OP_HYPOT: return B[0] + B[1];
+  case FZ_OP_FMOD: return B[1];
+  case FZ_OP_BITWISE_AND: case FZ_OP_BITWISE_OR: case FZ_OP_BITWISE_XOR:
+    return 2 * fmax(B[0], B[1]) + 1;
+  case FZ_OP_SHL: return B[0] * exp2(fmin(B[1], 64));
+  case FZ_OP_SHR: return B[0];
   case FZ_OP_EXP: return exp(B[0]);
   case FZ_OP_EXP2: return exp2(B[0]);
   case FZ_OP_LOG: return fmax(log(fmax(B[0], 1)), 1);
@@ -451,7 +478,8 @@ static fz_value *mk(gen *g, fz_opcode code, int n, fz_value **ops,
     if (I->level > level)
       level = I->level;
   }
-  if (code == FZ_OP_ISNAN) /* no NaN is ever made, so it is always false */
+  /* no NaN or infinity is ever made, so these are constant */
+  if (code == FZ_OP_ISNAN || code == FZ_OP_ISINF || code == FZ_OP_ISFINITE)
     exact = true;
   /* An f16/bf16 value may differ from the interpreter's by one ulp of
    * its dtype, which is all the tolerance there is: such values are only
@@ -771,10 +799,38 @@ static fz_value *act_unary(gen *g) {
       FZ_OP_LOG2,    FZ_OP_SQRT,  FZ_OP_RSQRT, FZ_OP_RECIPROCAL,
       FZ_OP_SIN,     FZ_OP_COS,   FZ_OP_TANH,  FZ_OP_SIGMOID, FZ_OP_ERF,
       FZ_OP_RELU,    FZ_OP_GELU,  FZ_OP_SILU,  FZ_OP_FLOOR, FZ_OP_CEIL,
-      FZ_OP_ROUND,   FZ_OP_NOT,   FZ_OP_ISNAN};
+      FZ_OP_ROUND,   FZ_OP_NOT,   FZ_OP_ISNAN, FZ_OP_LOG1P, FZ_OP_EXPM1,
+      FZ_OP_TAN,     FZ_OP_ATAN,  FZ_OP_ASIN,  FZ_OP_ACOS,  FZ_OP_SINH,
+      FZ_OP_COSH,    FZ_OP_ASINH, FZ_OP_ACOSH, FZ_OP_ATANH, FZ_OP_ERFC,
+      FZ_OP_ERFINV,  FZ_OP_LGAMMA, FZ_OP_TRUNC, FZ_OP_SIGN, FZ_OP_FRAC,
+      FZ_OP_ISINF,   FZ_OP_ISFINITE, FZ_OP_SIGNBIT, FZ_OP_BITWISE_NOT};
   fz_opcode code = codes[below(g, (int)(sizeof codes / sizeof codes[0]))];
   fz_value *x = pick(g);
   switch (code) {
+  case FZ_OP_LOG1P:
+    x = abs_plus(g, scaled(g, widened(g, x), 4), 0.0);
+    break;
+  case FZ_OP_ACOSH: /* away from 1, where its slope is infinite */
+    x = abs_plus(g, scaled(g, widened(g, x), 4), 1.5);
+    break;
+  case FZ_OP_LGAMMA: /* away from its poles at 0, -1, ... */
+    x = abs_plus(g, scaled(g, widened(g, x), 4), 0.5);
+    break;
+  case FZ_OP_TAN:
+    x = scaled(g, widened(g, x), 1);
+    break;
+  case FZ_OP_ASIN: case FZ_OP_ACOS: case FZ_OP_ATANH: case FZ_OP_ERFINV:
+    /* inside (-1, 1), away from the edges where the slope is infinite */
+    x = scaled(g, widened(g, x), 0.5);
+    break;
+  case FZ_OP_EXPM1: case FZ_OP_ATAN: case FZ_OP_SINH: case FZ_OP_COSH:
+  case FZ_OP_ASINH: case FZ_OP_ERFC:
+    x = scaled(g, widened(g, x), 4);
+    break;
+  case FZ_OP_BITWISE_NOT:
+    if (x && fz_dtype_is_float(x->type.dtype))
+      x = mk_cast(g, x, FZ_I32);
+    break;
   case FZ_OP_LOG: case FZ_OP_LOG2:
     x = abs_plus(g, scaled(g, widened(g, x), 4), 1.0);
     break;
@@ -799,11 +855,18 @@ static fz_value *act_binary(gen *g) {
   static const fz_opcode codes[] = {
       FZ_OP_ADD, FZ_OP_SUB, FZ_OP_MUL, FZ_OP_DIV, FZ_OP_POW, FZ_OP_MAX,
       FZ_OP_MIN, FZ_OP_MOD, FZ_OP_EQ,  FZ_OP_NE,  FZ_OP_LT,  FZ_OP_LE,
-      FZ_OP_GT,  FZ_OP_GE,  FZ_OP_AND, FZ_OP_OR};
-  static const int weights[] = {6, 5, 6, 4, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
-  fz_opcode code = codes[weighted(g, weights, 16)];
-  bool need_exact =
-      (fz_op_table[code].flags & FZ_F_TO_BOOL) || code == FZ_OP_MOD;
+      FZ_OP_GT,  FZ_OP_GE,  FZ_OP_AND, FZ_OP_OR,  FZ_OP_XOR, FZ_OP_ATAN2,
+      FZ_OP_FMOD, FZ_OP_HYPOT, FZ_OP_BITWISE_AND, FZ_OP_BITWISE_OR,
+      FZ_OP_BITWISE_XOR, FZ_OP_SHL, FZ_OP_SHR};
+  static const int weights[] = {6, 5, 6, 4, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1,
+                                1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2};
+  enum { NUM_CODES = sizeof codes / sizeof codes[0] };
+  _Static_assert(sizeof weights / sizeof weights[0] == NUM_CODES,
+                 "a weight per op");
+  fz_opcode code = codes[weighted(g, weights, NUM_CODES)];
+  unsigned flags = fz_op_table[code].flags;
+  bool need_exact = (flags & (FZ_F_TO_BOOL | FZ_F_INT_ONLY)) ||
+                    code == FZ_OP_MOD || code == FZ_OP_FMOD;
   fz_value *a = pick(g);
   if (need_exact && !inf(g, a)->exact)
     a = partner(g, a, true);
@@ -812,9 +875,27 @@ static fz_value *act_binary(gen *g) {
   fz_value *b = chance(g, 25) ? nice_literal(g, a) : partner(g, a, need_exact);
   if (!b)
     return NULL;
+  if ((flags & FZ_F_INT_ONLY) && fz_dtype_is_float(a->type.dtype))
+    a = mk_cast(g, a, FZ_I32);
+  if ((flags & FZ_F_INT_ONLY) && b && fz_dtype_is_float(b->type.dtype))
+    b = b->kind == FZ_VALUE_LITERAL ? lit_int(g, 3) : mk_cast(g, b, FZ_I32);
+  if (!a || !b)
+    return NULL;
   bool is_float = fz_dtype_is_float(a->type.dtype) ||
                   fz_dtype_is_float(b->type.dtype);
   switch (code) {
+  case FZ_OP_ATAN2: /* a positive x keeps it away from its cut along x < 0 */
+    a = widened(g, a);
+    b = abs_plus(g, widened(g, b), 0.5);
+    break;
+  case FZ_OP_HYPOT:
+    a = widened(g, a);
+    b = widened(g, b);
+    break;
+  case FZ_OP_SHL: /* small counts, or one outside the width (gives 0) */
+    if (b->kind == FZ_VALUE_LITERAL || chance(g, 70))
+      b = lit_int(g, chance(g, 10) ? -1 : 1 + below(g, 3));
+    break;
   case FZ_OP_DIV:
     if (b->kind == FZ_VALUE_LITERAL)
       b = lit_float(g, chance(g, 50) ? 0.5 : -2.0);
@@ -835,6 +916,7 @@ static fz_value *act_binary(gen *g) {
     }
     break;
   case FZ_OP_MOD:
+  case FZ_OP_FMOD:
     if (is_float) {
       static const double m[] = {0.5, 0.25, 1.0, 2.0, -0.5};
       b = lit_float(g, m[below(g, 5)]);
@@ -850,7 +932,8 @@ static fz_value *act_binary(gen *g) {
   }
   fz_value *ops[2] = {a, b};
   if (code != FZ_OP_DIV && code != FZ_OP_POW && code != FZ_OP_MOD &&
-      chance(g, 15)) {
+      code != FZ_OP_FMOD && code != FZ_OP_ATAN2 && code != FZ_OP_SHL &&
+      code != FZ_OP_SHR && chance(g, 15)) {
     ops[0] = b; /* a literal or tensor on the left */
     ops[1] = a;
   }

@@ -95,6 +95,15 @@ class Tensor:
     def __rpow__(self, o): return self.fd.ops.pow(o, self)
     def __neg__(self): return self.fd.ops.neg(self)
     def __abs__(self): return self.fd.ops.abs(self)
+    def __invert__(self): return self.fd.ops.bitwise_not(self)
+    def __and__(self, o): return self.fd.ops.bitwise_and(self, o)
+    def __rand__(self, o): return self.fd.ops.bitwise_and(o, self)
+    def __or__(self, o): return self.fd.ops.bitwise_or(self, o)
+    def __ror__(self, o): return self.fd.ops.bitwise_or(o, self)
+    def __xor__(self, o): return self.fd.ops.bitwise_xor(self, o)
+    def __rxor__(self, o): return self.fd.ops.bitwise_xor(o, self)
+    def __lshift__(self, o): return self.fd.ops.bitwise_left_shift(self, o)
+    def __rshift__(self, o): return self.fd.ops.bitwise_right_shift(self, o)
 
 
 # ---- building the C fusion ---------------------------------------------------
@@ -247,12 +256,17 @@ class Ops:
 
     _UNARY = ["neg", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
               "reciprocal", "sin", "cos", "tanh", "sigmoid", "erf", "relu",
-              "gelu", "silu", "floor", "ceil", "round", "isnan"]
+              "gelu", "silu", "floor", "ceil", "round", "isnan",
+              "log1p", "expm1", "tan", "atan", "asin", "acos", "sinh", "cosh",
+              "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "trunc",
+              "sign", "frac", "isinf", "isfinite", "signbit", "bitwise_not"]
     _BINARY = ["add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "le",
-               "gt", "ge"]
+               "gt", "ge", "atan2", "fmod", "hypot", "bitwise_and",
+               "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+               "bitwise_right_shift"]
     _ALIASES = {"logical_not": "not", "maximum": "max", "minimum": "min",
                 "remainder": "mod", "logical_and": "and", "logical_or": "or",
-                "bitwise_not": "not"}
+                "logical_xor": "xor", "arctan2": "atan2"}
 
     def __init__(self, fd):
         self._fd = fd
@@ -297,6 +311,22 @@ class Ops:
     def where(self, cond, a, b):
         return self._pointwise("where", [cond, a, b])
 
+    def nan_to_num(self, x, nan=0.0, posinf=None, neginf=None):
+        """torch.nan_to_num: infinities default to the dtype's largest
+        finite values; integer and bool tensors come back as copies."""
+        if not isinstance(x, Tensor) or x.fd is not self._fd:
+            raise ValueError("nan_to_num: operand must be a tensor of this "
+                             "FusionDefinition")
+
+        def bound(v):
+            return None if v is None else ctypes.byref(ctypes.c_double(v))
+
+        def build(b):
+            return b.lib.fz_build_nan_to_num(
+                b.fusion, b.value(x), float(nan), bound(posinf), bound(neginf),
+                ctypes.byref(b.err))
+        return self._fd._record(x.ndim, "nan_to_num", build)
+
     def fma(self, a, b, c):
         return self._pointwise("fma", [a, b, c])
 
@@ -312,8 +342,15 @@ class Ops:
             dims = list(range(x.ndim))
         if isinstance(dims, int):
             dims = [dims]
-        dims = _norm_dims(dims, x.ndim, op)
-        ndim = x.ndim if keepdim else x.ndim - len(dims)
+        if x.ndim == 0:  # as torch: 0 and -1 name a scalar, nothing reduces
+            if len(dims) > 1 or any(d not in (0, -1) for d in dims):
+                raise ValueError("%s: dims %r do not fit a rank-0 tensor"
+                                 % (op, dims))
+        else:
+            if not dims:  # as torch: an empty dim list reduces every axis
+                dims = list(range(x.ndim))
+            dims = _norm_dims(dims, x.ndim, op)
+        ndim = x.ndim if keepdim or not x.ndim else x.ndim - len(dims)
 
         def build(b):
             return b.lib.fz_build_reduction(
@@ -350,10 +387,10 @@ class Ops:
         serves every size. The sum is a dimensioned tensor or, over every
         axis, a zero-dim one of a float dtype or i64: either way the i64
         count does not change the quotient's dtype from the literal's."""
-        if dims is None:
-            dims = list(range(x.ndim))
         if isinstance(dims, int):
             dims = [dims]
+        if dims is None or (not dims and x.ndim):  # dim=[]: every axis
+            dims = list(range(x.ndim))
         dims = _norm_dims(dims, x.ndim, "mean")
         s = self._reduce("sum", x, dims, keepdim)
         fd = self._fd

@@ -222,6 +222,41 @@ def test_cuda_graph_capture_after_warm_up():
         raise AssertionError("a first call during capture was accepted")
 
 
+def test_more_pointwise_ops():
+    # PyTorch's names and semantics for the later ops: float ops promote
+    # integers, shifts past the width give 0 or the sign (CUDA's rule),
+    # nan_to_num's defaults are the dtype's extremes, dim=[] reduces all.
+    with fz.FusionDefinition("more_ops") as fd:
+        x = fd.define_tensor(shape=[-1], dtype=torch.float32)
+        i = fd.define_tensor(shape=[-1], dtype=torch.int32)
+        n = fd.define_tensor(shape=[-1], dtype=torch.int32)
+        fd.add_output(fd.ops.erfinv(x))
+        fd.add_output(fd.ops.atan2(x, i))
+        fd.add_output(fd.ops.fmod(x * 8.0, x))
+        fd.add_output(fd.ops.sign(x))
+        fd.add_output(fd.ops.bitwise_left_shift(i, n))
+        fd.add_output(i >> n)
+        fd.add_output(~i)
+        fd.add_output(fd.ops.nan_to_num(x / 0.0))
+        fd.add_output(fd.ops.sum(x, dims=[]))
+    x = rand(10000, lo=-1.0, hi=1.0)
+    i = torch.randint(-1000, 1000, (10000,), device=DEV, dtype=torch.int32,
+                      generator=GEN)
+    n = torch.randint(-40, 40, (10000,), device=DEV, dtype=torch.int32,
+                      generator=GEN)
+    got = fd.execute([x, i, n])
+    want = [torch.erfinv(x), torch.atan2(x, i), torch.fmod(x * 8.0, x),
+            torch.sign(x), torch.bitwise_left_shift(i, n), i >> n, ~i,
+            torch.nan_to_num(x / 0.0)]
+    names = ["erfinv", "atan2", "fmod", "sign", "<<", ">>", "~",
+             "nan_to_num"]
+    for g, w, name in zip(got, want, names):
+        exact = name not in ("erfinv", "atan2")
+        close(g, w, 0 if exact else 1e-5, 0 if exact else 1e-6, name)
+    assert got[-1].shape == torch.sum(x, dim=[]).shape, "sum(dim=[]) shape"
+    sum_close(got[-1], x, 0, "sum(dim=[])")
+
+
 def main():
     print("fz %s from %s, torch %s on %s, seed %d" % (
         fz.version(), fz.lib().path, torch.__version__,

@@ -30,6 +30,7 @@
 #include "nvptx/nvptx.h"
 #include "sched/plan.h"
 #include "sched/segment.h"
+#include "testing/splitmix.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -65,12 +66,7 @@ static draw draw_from(const uint8_t *data, size_t size) {
   return (draw){h};
 }
 
-static uint64_t next(draw *d) { /* splitmix64 */
-  uint64_t z = (d->state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t next(draw *d) { return fz_splitmix64(&d->state); }
 
 /* 0 too: a call may pass empty tensors, and a sum over an empty axis
  * still writes its output. */

@@ -213,14 +213,15 @@ END_TEST
 
 /* ---- bool and integer rules ---- */
 
-START_TEST(neg_and_abs_of_bool_are_errors) {
+/* neg of bool is an error; abs of bool is the value, as in PyTorch. */
+START_TEST(neg_of_bool_is_an_error) {
   fz_fusion *f = fz_fusion_create("t");
   fz_value *b[1] = {ts_input(f, "b", "bool[N]")};
   expect_build_error(f, FZ_OP_NEG, 1, b, NULL, "neg: is not defined on bool");
-  expect_build_error(f, FZ_OP_ABS, 1, b, NULL, "abs: is not defined on bool");
   fz_value *lit[1] = {fz_literal_bool(f, true)};
   expect_build_error(f, FZ_OP_NEG, 1, lit, NULL, "neg: is not defined on bool");
   fz_error err = {0};
+  ck_assert_type(f, fz_unary(f, FZ_OP_ABS, b[0], &err), "bool[N]");
   ck_assert_type(f, fz_unary(f, FZ_OP_NEG, ts_input(f, "i", "i8[N]"), &err),
                  "i8[N]");
   fz_fusion_destroy(f);
@@ -323,9 +324,6 @@ END_TEST
 START_TEST(reduction_dims_errors) {
   fz_fusion *f = fz_fusion_create("t");
   fz_value *x[1] = {ts_input(f, "x", "f32[N, 128]")};
-  fz_attrs none = {0};
-  expect_build_error(f, FZ_OP_SUM, 1, x, &none,
-                     "sum: needs at least one dim to reduce");
   fz_attrs out = {.num_dims = 1, .dims = {2}};
   expect_build_error(f, FZ_OP_SUM, 1, x, &out,
                      "sum: dim 2 is out of range for an operand of rank 2");
@@ -338,8 +336,39 @@ START_TEST(reduction_dims_errors) {
   expect_build_error(f, FZ_OP_SUM, 1, x, &wrapped_dup,
                      "sum: dims name axis 1 twice");
   fz_value *s[1] = {ts_input(f, "s", "f32")};
-  fz_attrs d0 = {.num_dims = 1, .dims = {0}};
-  expect_build_error(f, FZ_OP_SUM, 1, s, &d0, "for an operand of rank 0");
+  fz_attrs d1 = {.num_dims = 1, .dims = {1}};
+  expect_build_error(f, FZ_OP_SUM, 1, s, &d1,
+                     "sum: dim 1 is out of range for a rank-0 operand");
+  fz_attrs both = {.num_dims = 2, .dims = {0, -1}};
+  expect_build_error(f, FZ_OP_AMAX, 1, s, &both, "amax: dims name axis 0 twice");
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+/* As in PyTorch: an empty dim list reduces every axis, and a rank-0
+ * operand (dims 0 or -1, or none) has nothing to reduce, so the builder
+ * gives its value in the reduction's result dtype, as a copy or cast. */
+START_TEST(reductions_over_no_dims) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_value *x = ts_input(f, "x", "f32[N, 4]");
+  fz_error err = {0};
+  fz_value *all = ok(fz_reduce(f, FZ_OP_SUM, x, 0, NULL, false, &err), &err);
+  ck_assert_type(f, all, "f32");
+  ck_assert_int_eq(all->def->code, FZ_OP_SUM);
+  ck_assert_int_eq(all->def->num_dims, 2);
+  ck_assert_type(f, ok(fz_reduce(f, FZ_OP_AMAX, x, 0, NULL, true, &err), &err),
+                 "f32[b1, b1]");
+  fz_value *s = ts_input(f, "s", "f32");
+  int minus1[] = {-1};
+  fz_value *same = ok(fz_reduce(f, FZ_OP_SUM, s, 1, minus1, true, &err), &err);
+  ck_assert_type(f, same, "f32");
+  ck_assert_int_eq(same->def->code, FZ_OP_SET);
+  fz_value *b = ts_input(f, "b", "bool");
+  fz_value *widened = ok(fz_reduce(f, FZ_OP_SUM, b, 0, NULL, false, &err), &err);
+  ck_assert_type(f, widened, "i64");
+  ck_assert_int_eq(widened->def->code, FZ_OP_CAST);
+  ck_assert_int_eq(fz_add_output(f, widened, &err), FZ_OK);
+  ck_assert_int_eq(fz_verify(f, &err), FZ_OK);
   fz_fusion_destroy(f);
 }
 END_TEST
@@ -860,7 +889,7 @@ static Suite *make(void) {
   tcase_add_test(tc, two_b1_axes_give_b1);
   tcase_add_test(tc, expanded_broadcasts);
   tcase_add_test(tc, ternary_shapes_combine_all_operands);
-  tcase_add_test(tc, neg_and_abs_of_bool_are_errors);
+  tcase_add_test(tc, neg_of_bool_is_an_error);
   tcase_add_test(tc, sub_of_bools_is_an_error);
   tcase_add_test(tc, logical_ops_accept_any_dtype);
   tcase_add_test(tc, where_condition_must_be_bool);
@@ -869,6 +898,7 @@ static Suite *make(void) {
   tcase_add_test(tc, reduction_keepdim_gives_b1);
   tcase_add_test(tc, reducing_broadcast_axes_is_allowed);
   tcase_add_test(tc, reduction_dims_errors);
+  tcase_add_test(tc, reductions_over_no_dims);
   tcase_add_test(tc, broadcast_inserts_b1_axes);
   tcase_add_test(tc, broadcast_errors);
   tcase_add_test(tc, squeeze_removes_size_one_axes);

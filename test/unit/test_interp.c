@@ -384,6 +384,300 @@ START_TEST(binary_integer_ops) {
 }
 END_TEST
 
+/* ---- the later pointwise ops, at PyTorch's values ------------------------ */
+
+/* |got - want| within `ulps` units in the last place of want (f64). */
+static void ck_ulps(double got, double want, int ulps, const char *what) {
+  double ulp = nextafter(fabs(want), INFINITY) - fabs(want);
+  ck_assert_msg(fabs(got - want) <= ulps * ulp, "%s = %.17g, want %.17g", what,
+                got, want);
+}
+
+static bool negative_zero(double v) { return v == 0 && signbit(v); }
+
+START_TEST(special_functions_at_their_edges) {
+  ck_assert_double_eq(F1("log1p", -1.0), -INFINITY);
+  ck_assert_double_nan(F1("log1p", -2.0));
+  ck_assert_double_eq(F1("log1p", 1e-20), 1e-20);
+  ck_assert_double_eq(F1("expm1", 1e-20), 1e-20);
+  ck_assert_double_eq(F1("expm1", -INFINITY), -1.0);
+  ck_ulps(F1("tan", 0.5), 0.5463024898437905, 1, "tan(0.5)");
+  ck_assert_double_eq(F1("atan", INFINITY), 1.5707963267948966);
+  ck_assert_double_eq(F1("asin", 1.0), 1.5707963267948966);
+  ck_assert_double_nan(F1("asin", 1.5));
+  ck_assert_double_eq(F1("acos", -1.0), 3.141592653589793);
+  ck_assert_double_nan(F1("acos", 2.0));
+  ck_ulps(F1("sinh", 1.0), 1.1752011936438014, 1, "sinh(1)");
+  ck_assert_double_eq(F1("cosh", 0.0), 1.0);
+  ck_assert_double_eq(F1("asinh", -INFINITY), -INFINITY);
+  ck_assert_double_eq(F1("acosh", 1.0), 0.0);
+  ck_assert_double_nan(F1("acosh", 0.5));
+  ck_assert_double_eq(F1("atanh", 1.0), INFINITY);
+  ck_assert_double_eq(F1("atanh", -1.0), -INFINITY);
+  ck_assert_double_nan(F1("atanh", 2.0));
+  ck_assert_double_eq(F1("erfc", 0.0), 1.0);
+  ck_assert_double_eq(F1("erfc", INFINITY), 0.0);
+  ck_assert_double_eq(F1("erfc", -INFINITY), 2.0);
+  ck_ulps(F1("erfc", 0.5), 0.4795001221869535, 1, "erfc(0.5)");
+  ck_assert_double_eq(F1("lgamma", 0.0), INFINITY);
+  ck_assert_double_eq(F1("lgamma", -1.0), INFINITY);
+  ck_assert_double_eq(F1("lgamma", -INFINITY), INFINITY);
+  ck_assert_double_eq(F1("lgamma", 1.0), 0.0);
+  ck_ulps(F1("lgamma", 0.5), 0.5723649429247001, 1, "lgamma(0.5)");
+  ck_ulps(F1("lgamma", -2.5), -0.056243716497674054, 2, "lgamma(-2.5)");
+  /* integers become f32 first, as PyTorch's float ops do */
+  cell a = {.i32 = 0};
+  ck_assert_float_eq(op_cells("log1p", "i32", "f32", 1, &a).f32, 0.0f);
+}
+END_TEST
+
+/* erfinv, which C lacks: exact edges, and within an ulp of the true value
+ * (mpmath at 50 digits) in the middle and the tails. */
+START_TEST(erfinv_is_accurate) {
+  ck_assert_double_eq(F1("erfinv", 0.0), 0.0);
+  ck_assert(negative_zero(F1("erfinv", -0.0)));
+  ck_assert_double_eq(F1("erfinv", 1.0), INFINITY);
+  ck_assert_double_eq(F1("erfinv", -1.0), -INFINITY);
+  ck_assert_double_nan(F1("erfinv", 1.5));
+  ck_assert_double_nan(F1("erfinv", NAN));
+  static const double y[] = {0.5, 0.9, -0.999, 1e-300, 1 - 0x1p-53, 0.1,
+                             0.75, -0.3};
+  static const double want[] = {
+      0.4769362762044699,    1.1630871536766743, -2.3267537655135246,
+      8.86226925452758e-301, 5.8635847487551676, 0.08885599049425769,
+      0.8134198475976185,    -0.2724627147267543};
+  for (size_t i = 0; i < sizeof y / sizeof y[0]; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "erfinv(%.17g)", y[i]);
+    ck_ulps(F1("erfinv", y[i]), want[i], 1, what);
+  }
+  ck_assert_double_eq(fop("erfinv", "f32", "f32", 1, 0.5, 0, 0),
+                      (double)0.4769362762f);
+}
+END_TEST
+
+START_TEST(trunc_sign_frac) {
+  ck_assert_double_eq(F1("trunc", -1.5), -1.0);
+  ck_assert(negative_zero(F1("trunc", -0.5)));
+  ck_assert_double_eq(F1("trunc", INFINITY), INFINITY);
+  ck_assert_int_eq(iop("trunc", "i32", "i32", 1, -7, 0, 0), -7);
+  /* (0 < x) - (x < 0): NaN and -0.0 give +0.0 */
+  ck_assert_double_eq(F1("sign", -3.5), -1.0);
+  ck_assert_double_eq(F1("sign", INFINITY), 1.0);
+  double z = F1("sign", NAN);
+  ck_assert_msg(z == 0 && !signbit(z), "sign(NaN) = %g", z);
+  z = F1("sign", -0.0);
+  ck_assert_msg(z == 0 && !signbit(z), "sign(-0.0) = %g", z);
+  ck_assert_int_eq(iop("sign", "i8", "i8", 1, -128, 0, 0), -1);
+  ck_assert_int_eq(iop("sign", "i64", "i64", 1, 0, 0, 0), 0);
+  ck_assert_double_eq(F1("frac", -1.5), -0.5);
+  ck_assert_double_eq(F1("frac", 2.0), 0.0);
+  ck_assert_double_nan(F1("frac", INFINITY));
+  ck_assert_double_eq(fop("frac", "f16", "f16", 1, 3.75, 0, 0), 0.75);
+}
+END_TEST
+
+START_TEST(value_tests) {
+  ck_assert_double_eq(fop("isinf", "f64", "bool", 1, INFINITY, 0, 0), 1);
+  ck_assert_double_eq(fop("isinf", "f64", "bool", 1, -INFINITY, 0, 0), 1);
+  ck_assert_double_eq(fop("isinf", "f64", "bool", 1, NAN, 0, 0), 0);
+  ck_assert_double_eq(fop("isinf", "f16", "bool", 1, 1e6, 0, 0), 1);
+  ck_assert_double_eq(fop("isfinite", "f64", "bool", 1, NAN, 0, 0), 0);
+  ck_assert_double_eq(fop("isfinite", "f64", "bool", 1, -INFINITY, 0, 0), 0);
+  ck_assert_double_eq(fop("isfinite", "f64", "bool", 1, 1e308, 0, 0), 1);
+  ck_assert_double_eq(fop("signbit", "f64", "bool", 1, -0.0, 0, 0), 1);
+  ck_assert_double_eq(fop("signbit", "f64", "bool", 1, 0.0, 0, 0), 0);
+  ck_assert_double_eq(fop("signbit", "f64", "bool", 1, -NAN, 0, 0), 1);
+  ck_assert_double_eq(fop("signbit", "bf16", "bool", 1, -0.0, 0, 0), 1);
+  ck_assert_int_eq(iop("isinf", "i32", "bool", 1, 3, 0, 0), 0);
+  ck_assert_int_eq(iop("isfinite", "i8", "bool", 1, -3, 0, 0), 1);
+  ck_assert_int_eq(iop("signbit", "i64", "bool", 1, INT64_MIN, 0, 0), 1);
+  ck_assert_int_eq(iop("signbit", "i32", "bool", 1, 0, 0, 0), 0);
+}
+END_TEST
+
+START_TEST(atan2_fmod_hypot) {
+  ck_assert_double_eq(F2("atan2", 1.0, 1.0), 0.7853981633974483);
+  ck_assert_double_eq(F2("atan2", 0.0, -0.0), 3.141592653589793);
+  ck_assert_double_eq(F2("atan2", -0.0, -0.0), -3.141592653589793);
+  ck_assert_double_eq(F2("atan2", 1.0, 0.0), 1.5707963267948966);
+  cell a[2] = {{.i32 = 1}, {.i32 = 1}}; /* integers: f32 */
+  ck_assert_float_eq(op_cells("atan2", "i32", "f32", 2, a).f32,
+                     0.78539816f);
+  /* fmod keeps the dividend's sign (remainder, mod, the divisor's) */
+  ck_assert_double_eq(F2("fmod", -3.0, 2.0), -1.0);
+  ck_assert_double_eq(F2("fmod", 3.0, -2.0), 1.0);
+  ck_assert(negative_zero(F2("fmod", -0.0, 1.0)));
+  ck_assert(negative_zero(F2("fmod", -4.0, 2.0)));
+  ck_assert_double_eq(F2("fmod", 1.0, INFINITY), 1.0);
+  ck_assert_double_nan(F2("fmod", 1.0, 0.0));
+  ck_assert_double_nan(F2("fmod", INFINITY, 1.0));
+  ck_assert_double_eq(fop("fmod", "bf16", "bf16", 2, 5.5, 2.0, 0), 1.5);
+  ck_assert_int_eq(iop("fmod", "i32", "i32", 2, -7, 3, 0), -1);
+  ck_assert_int_eq(iop("fmod", "i32", "i32", 2, 7, -3, 0), 1);
+  ck_assert_int_eq(iop("fmod", "i32", "i32", 2, 7, 0, 0), 0);
+  ck_assert_int_eq(iop("fmod", "i64", "i64", 2, INT64_MIN, -1, 0), 0);
+  ck_assert_int_eq(iop("fmod", "i8", "i8", 2, -128, -1, 0), 0);
+  ck_assert_double_eq(F2("hypot", 3.0, 4.0), 5.0);
+  ck_assert_double_eq(F2("hypot", INFINITY, NAN), INFINITY);
+  ck_assert_double_eq(F2("hypot", 1e308, 1e308), 1.4142135623730951e308);
+}
+END_TEST
+
+START_TEST(bitwise_and_logical_xor) {
+  ck_assert_int_eq(iop("bitwise_and", "i32", "i32", 2, 12, 10, 0), 8);
+  ck_assert_int_eq(iop("bitwise_or", "i32", "i32", 2, 12, 10, 0), 14);
+  ck_assert_int_eq(iop("bitwise_xor", "i32", "i32", 2, 12, 10, 0), 6);
+  ck_assert_int_eq(iop("bitwise_and", "i64", "i64", 2, -1, INT64_MIN, 0),
+                   INT64_MIN);
+  ck_assert_int_eq(iop("bitwise_not", "i32", "i32", 1, 0, 0, 0), -1);
+  ck_assert_int_eq(iop("bitwise_not", "i8", "i8", 1, 127, 0, 0), -128);
+  /* on bool, the bitwise ops are logical; bitwise_not is not */
+  cell t = {.b = 1}, f = {.b = 0};
+  ck_assert_int_eq(op_cells("bitwise_not", "bool", "bool", 1, &t).b, 0);
+  ck_assert_int_eq(op_cells("bitwise_not", "bool", "bool", 1, &f).b, 1);
+  cell tf[2] = {t, f};
+  ck_assert_int_eq(op_cells("bitwise_xor", "bool", "bool", 2, tf).b, 1);
+  ck_assert_int_eq(op_cells("bitwise_and", "bool", "bool", 2, tf).b, 0);
+  ck_assert_int_eq(op_cells("abs", "bool", "bool", 1, &t).b, 1);
+  ck_assert_int_eq(op_cells("sign", "bool", "bool", 1, &t).b, 1);
+  ck_assert_double_eq(FB("xor", 2.0, 0.0), 1);
+  ck_assert_double_eq(FB("xor", NAN, 1.0), 0);
+  ck_assert_int_eq(iop("xor", "i32", "bool", 2, 0, 0, 0), 0);
+}
+END_TEST
+
+/* PyTorch's CUDA shifts: counts outside the width give 0 (left) or the
+ * sign (right), negative counts included. */
+START_TEST(shifts_at_every_count) {
+  ck_assert_int_eq(iop("bitwise_left_shift", "i32", "i32", 2, 1, 31, 0),
+                   INT32_MIN);
+  ck_assert_int_eq(iop("bitwise_left_shift", "i32", "i32", 2, 3, 30, 0),
+                   -1073741824);
+  ck_assert_int_eq(iop("bitwise_left_shift", "i32", "i32", 2, 1, 32, 0), 0);
+  ck_assert_int_eq(iop("bitwise_left_shift", "i32", "i32", 2, 1, -1, 0), 0);
+  ck_assert_int_eq(iop("bitwise_left_shift", "i8", "i8", 2, 1, 7, 0), -128);
+  ck_assert_int_eq(iop("bitwise_left_shift", "i8", "i8", 2, 3, 7, 0), -128);
+  ck_assert_int_eq(iop("bitwise_left_shift", "i8", "i8", 2, 1, 8, 0), 0);
+  ck_assert_int_eq(iop("bitwise_left_shift", "i64", "i64", 2, 1, 63, 0),
+                   INT64_MIN);
+  ck_assert_int_eq(iop("bitwise_left_shift", "i64", "i64", 2, 1, 64, 0), 0);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i32", "i32", 2, -8, 1, 0), -4);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i32", "i32", 2, -8, 31, 0),
+                   -1);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i32", "i32", 2, -8, 32, 0),
+                   -1);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i32", "i32", 2, -8, -1, 0),
+                   -1);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i32", "i32", 2, 8, 40, 0), 0);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i8", "i8", 2, -128, 7, 0), -1);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i8", "i8", 2, 100, 6, 0), 1);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i64", "i64", 2, INT64_MIN, 63,
+                       0),
+                   -1);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i64", "i64", 2, 5, 100, 0), 0);
+  ck_assert_int_eq(iop("bitwise_right_shift", "i64", "i64", 2, -5, -3, 0), -1);
+}
+END_TEST
+
+/* nan_to_num with PyTorch's defaults in each float dtype (the largest
+ * finite value for +inf, its negation for -inf), explicit replacements
+ * rounded to the dtype, and integers copied. */
+static void nan_to_num_case(fz_dtype d, const double *posinf, double nan,
+                            const double want[4]) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  int64_t four = 4;
+  fz_value *x =
+      fz_fusion_add_tensor(f, "x", d, 1, &four, NULL, NULL, NULL, &err);
+  fz_value *r = fz_build_nan_to_num(f, x, nan, posinf, NULL, &err);
+  ck_assert_msg(r, "%s", err.message);
+  ck_assert_int_eq(fz_add_output(f, r, &err), FZ_OK);
+  double in[4] = {NAN, INFINITY, -INFINITY, 1.5};
+  cell ci[4], co[4];
+  for (int i = 0; i < 4; i++)
+    ci[i] = cell_of(d, in[i]);
+  /* cells are unions: gather each dtype's elements contiguously */
+  unsigned char src[32], dst[32];
+  size_t size = fz_dtype_size(d);
+  for (int i = 0; i < 4; i++)
+    memcpy(src + size * (size_t)i, &ci[i], size);
+  fz_host_tensor hin[1] = {ht(d, src, 1, 4)}, hout[1] = {ht(d, dst, 1, 4)};
+  ck_assert_msg(fz_interpret(f, hin, 1, hout, 1, &err) == FZ_OK, "%s",
+                err.message);
+  for (int i = 0; i < 4; i++) {
+    memset(&co[i], 0, sizeof co[i]);
+    memcpy(&co[i], dst + size * (size_t)i, size);
+    double got = cell_value(d, &co[i]);
+    ck_assert_msg(got == want[i], "%s: nan_to_num(%g) = %.17g, want %.17g",
+                  fz_dtype_name(d), in[i], got, want[i]);
+  }
+  fz_fusion_destroy(f);
+}
+
+START_TEST(nan_to_num_defaults_per_dtype) {
+  nan_to_num_case(FZ_F32, NULL, 0.0,
+                  (double[]){0.0, FLT_MAX, -FLT_MAX, 1.5});
+  nan_to_num_case(FZ_F64, NULL, 0.0,
+                  (double[]){0.0, DBL_MAX, -DBL_MAX, 1.5});
+  nan_to_num_case(FZ_F16, NULL, 0.0,
+                  (double[]){0.0, 65504.0, -65504.0, 1.5});
+  nan_to_num_case(FZ_BF16, NULL, 0.0,
+                  (double[]){0.0, 0x1.fep127, -0x1.fep127, 1.5});
+  /* 1e10 is inf in f16, as static_cast<Half>(1e10) is */
+  nan_to_num_case(FZ_F16, &(double){1e10}, -2.5,
+                  (double[]){-2.5, INFINITY, -65504.0, 1.5});
+  nan_to_num_case(FZ_F32, &(double){0.1}, 7.0,
+                  (double[]){7.0, (double)0.1f, -FLT_MAX, 1.5});
+}
+END_TEST
+
+START_TEST(nan_to_num_of_integers_is_a_copy) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_error err = {0};
+  int64_t three = 3;
+  fz_value *x =
+      fz_fusion_add_tensor(f, "x", FZ_I32, 1, &three, NULL, NULL, NULL, &err);
+  fz_value *r = fz_build_nan_to_num(f, x, 0.0, NULL, NULL, &err);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(r->def->code, FZ_OP_SET);
+  ck_assert_ptr_null(fz_build_nan_to_num(f, NULL, 0.0, NULL, NULL, &err));
+  fz_fusion_destroy(f);
+}
+END_TEST
+
+/* torch.sum(x, dim=[]) reduces every axis; a rank-0 operand's reduction
+ * is its value, in the reduction's dtype. */
+START_TEST(reductions_over_no_dims_follow_pytorch) {
+  float x[6] = {1, 2, 3, 4, 5, 6}, all = 0;
+  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 2, 3)}, out[1] = {
+                                                       ht(FZ_F32, &all, 0)};
+  run_ok("fusion @t(%x: f32[2, 3]) {\n"
+         "  %s = sum %x dims() : f32\n"
+         "  return %s\n"
+         "}\n",
+         in, 1, out, 1);
+  ck_assert_float_eq(all, 21.0f);
+  float v = -2.5f, m = 0;
+  fz_host_tensor sin[1] = {ht(FZ_F32, &v, 0)}, sout[1] = {ht(FZ_F32, &m, 0)};
+  run_ok("fusion @t(%v: f32) {\n"
+         "  %m = amax %v dims(-1) keepdim : f32\n"
+         "  return %m\n"
+         "}\n",
+         sin, 1, sout, 1);
+  ck_assert_float_eq(m, -2.5f);
+  uint8_t b = 1;
+  int64_t n = 0;
+  fz_host_tensor bin[1] = {ht(FZ_BOOL, &b, 0)}, bout[1] = {ht(FZ_I64, &n, 0)};
+  run_ok("fusion @t(%b: bool) {\n"
+         "  %n = sum %b dims(0) : i64\n"
+         "  return %n\n"
+         "}\n",
+         bin, 1, bout, 1);
+  ck_assert_int_eq(n, 1);
+}
+END_TEST
+
 /* ---- ternary ------------------------------------------------------------- */
 
 START_TEST(ternary_ops) {
@@ -1352,6 +1646,16 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, mod_follows_pytorch_remainder);
   tcase_add_test(tc, comparisons);
   tcase_add_test(tc, binary_integer_ops);
+  tcase_add_test(tc, special_functions_at_their_edges);
+  tcase_add_test(tc, erfinv_is_accurate);
+  tcase_add_test(tc, trunc_sign_frac);
+  tcase_add_test(tc, value_tests);
+  tcase_add_test(tc, atan2_fmod_hypot);
+  tcase_add_test(tc, bitwise_and_logical_xor);
+  tcase_add_test(tc, shifts_at_every_count);
+  tcase_add_test(tc, nan_to_num_defaults_per_dtype);
+  tcase_add_test(tc, nan_to_num_of_integers_is_a_copy);
+  tcase_add_test(tc, reductions_over_no_dims_follow_pytorch);
   tcase_add_test(tc, ternary_ops);
   tcase_add_test(tc, half_formats_round_to_nearest_even);
   tcase_add_test(tc, cast_to_half_formats);

@@ -139,6 +139,33 @@ START_TEST(op_result_dtype_by_flag) {
   ck_assert_dtype(fz_op_result_dtype(FZ_OP_AMAX, FZ_I32), FZ_I32);
   ck_assert_dtype(fz_op_result_dtype(FZ_OP_ADD, FZ_I8), FZ_I8);
   ck_assert_dtype(fz_op_result_dtype(FZ_OP_FLOOR, FZ_I32), FZ_I32);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_ERFINV, FZ_I8), FZ_F32);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_ATAN2, FZ_I64), FZ_F32);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_LGAMMA, FZ_BF16), FZ_BF16);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_SIGNBIT, FZ_F32), FZ_BOOL);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_ISINF, FZ_I32), FZ_BOOL);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_XOR, FZ_I8), FZ_BOOL);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_TRUNC, FZ_I32), FZ_I32);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_SIGN, FZ_BOOL), FZ_BOOL);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_FMOD, FZ_I8), FZ_I8);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_BITWISE_AND, FZ_BOOL), FZ_BOOL);
+  ck_assert_dtype(fz_op_result_dtype(FZ_OP_SHL, FZ_I32), FZ_I32);
+}
+END_TEST
+
+/* bool shifted by an integer literal computes in i64, the literal's
+ * default dtype, as in PyTorch (bool << bool is refused). */
+START_TEST(bool_shifted_by_int_literal_is_i64) {
+  fz_fusion *f = fz_fusion_create("t");
+  fz_value *b = ts_input(f, "b", "bool[N]");
+  fz_error err = {0};
+  ck_assert_type(f,
+                 fz_binary(f, FZ_OP_SHL, b, fz_literal_int(f, 1), &err),
+                 "i64[N]");
+  ck_assert_ptr_null(fz_binary(f, FZ_OP_SHL, b, b, &err));
+  ck_assert_ptr_null(
+      fz_binary(f, FZ_OP_BITWISE_OR, b, fz_literal_float(f, 1.0), &err));
+  fz_fusion_destroy(f);
 }
 END_TEST
 
@@ -227,6 +254,7 @@ static Suite *make(void) {
   tcase_add_test(tc, literals_alone_give_default_dtypes);
   tcase_add_test(tc, bool_tensor_with_int_literal_is_i64);
   tcase_add_test(tc, op_result_dtype_by_flag);
+  tcase_add_test(tc, bool_shifted_by_int_literal_is_i64);
   tcase_add_test(tc, sum_of_i32_is_i64);
   tcase_add_test(tc, div_of_ints_is_f32);
   tcase_add_test(tc, comparisons_are_bool);

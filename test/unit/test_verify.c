@@ -290,6 +290,20 @@ START_TEST(arity_must_match_the_op_table) {
 }
 END_TEST
 
+/* A pass that turned an op into one its operands' dtypes do not allow,
+ * and one that left a reduction reducing nothing. */
+START_TEST(op_must_allow_its_operand_dtypes) {
+  sample t = make_sample();
+  t.f->ops[0]->code = FZ_OP_BITWISE_AND;
+  expect_invalid(t.f, "%m: bitwise_and: is only defined on integer and bool "
+                      "operands, not f32 (as in PyTorch)");
+  t.f->ops[0]->code = FZ_OP_MUL;
+  t.f->ops[1]->num_dims = 0;
+  expect_invalid(t.f, "%s: sum: needs at least one dim to reduce");
+  fz_fusion_destroy(t.f);
+}
+END_TEST
+
 START_TEST(result_type_must_match_inference) {
   sample t = make_sample();
   t.s->type.dtype = FZ_F16;
@@ -444,6 +458,7 @@ static Suite *make(void) {
   tcase_add_test(tc, duplicate_value_ids);
   tcase_add_test(tc, invalid_literal_operand);
   tcase_add_test(tc, arity_must_match_the_op_table);
+  tcase_add_test(tc, op_must_allow_its_operand_dtypes);
   tcase_add_test(tc, result_type_must_match_inference);
   tcase_add_test(tc, broadcast_kind_must_match_inference);
   tcase_add_test(tc, shape_rule_errors_name_the_value);

@@ -2,17 +2,17 @@
  * random inputs and print a checksum per output.
  *
  * The point is a cheap, textual fingerprint of what a fusion computes, so a
- * lit test can pin it and a pass can be shown not to change it. Inputs are
- * never zero (a zero hides a wrong operand in a product): floats are
- * uniform in [-1, 1) without 0, integers in [-8, 8] without 0, bools are
- * random. Each input is allocated in its declared layout, with padding
- * after every axis declared noncontig, so the interpreter reads the same
- * strides a GPU kernel would. The generator is splitmix64, so the numbers
- * are the same on every machine.
+ * lit test can pin it and a pass can be shown not to change it. Inputs come
+ * from lib/testing/host_tensor.h: never zero (a zero hides a wrong operand
+ * in a product), floats uniform in [-1, 1), integers in [-8, 8], bools
+ * random; each allocated in its declared layout, every axis declared
+ * noncontig with twice its dense stride, so the interpreter reads strides
+ * as a GPU kernel would. The generator is splitmix64, so the numbers are
+ * the same on every machine.
  */
 #include "fuse-opt.h"
 
-#include "testing/splitmix.h"
+#include "testing/host_tensor.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -21,117 +21,9 @@
 
 #define FO_DEFAULT_EXTENT 8
 
-/* ---- f16 and bf16 bits (the host has no such types) ------------------- */
-
-/* v must be exactly representable in f16 and finite. */
-static uint16_t f16_bits(double v) {
-  uint16_t sign = signbit(v) ? 0x8000 : 0;
-  double a = fabs(v);
-  if (a == 0)
-    return sign;
-  int e;
-  double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-  int biased = e - 1 + 15;
-  if (biased >= 1)
-    return (uint16_t)(sign | biased << 10 | (uint16_t)((2 * m - 1) * 1024));
-  return (uint16_t)(sign | (uint16_t)(a * 0x1p24)); /* subnormal */
-}
-
-static double f16_value(uint16_t h) {
-  int biased = h >> 10 & 31, frac = h & 1023;
-  double sign = h & 0x8000 ? -1 : 1;
-  if (biased == 0)
-    return sign * frac * 0x1p-24;
-  if (biased == 31)
-    return frac ? NAN : sign * INFINITY;
-  return sign * ldexp(1024 + frac, biased - 25);
-}
-
-static uint16_t bf16_bits(double v) {
-  float f = (float)v; /* exact: v is representable in bf16 */
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  return (uint16_t)(bits >> 16);
-}
-
-static double bf16_value(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-/* ---- elements ------------------------------------------------------------ */
-
-static void store(void *data, int64_t index, fz_dtype dtype, double v) {
-  switch (dtype) {
-  case FZ_F64: ((double *)data)[index] = v; break;
-  case FZ_F32: ((float *)data)[index] = (float)v; break;
-  case FZ_F16: ((uint16_t *)data)[index] = f16_bits(v); break;
-  case FZ_BF16: ((uint16_t *)data)[index] = bf16_bits(v); break;
-  case FZ_I64: ((int64_t *)data)[index] = (int64_t)v; break;
-  case FZ_I32: ((int32_t *)data)[index] = (int32_t)v; break;
-  case FZ_I8: ((int8_t *)data)[index] = (int8_t)v; break;
-  case FZ_BOOL: ((uint8_t *)data)[index] = v != 0; break;
-  default: FZ_DIE("bad dtype %d", (int)dtype);
-  }
-}
-
-static double load(const void *data, int64_t index, fz_dtype dtype) {
-  switch (dtype) {
-  case FZ_F64: return ((const double *)data)[index];
-  case FZ_F32: return ((const float *)data)[index];
-  case FZ_F16: return f16_value(((const uint16_t *)data)[index]);
-  case FZ_BF16: return bf16_value(((const uint16_t *)data)[index]);
-  case FZ_I64: return (double)((const int64_t *)data)[index];
-  case FZ_I32: return ((const int32_t *)data)[index];
-  case FZ_I8: return ((const int8_t *)data)[index];
-  case FZ_BOOL: return ((const uint8_t *)data)[index] != 0;
-  default: FZ_DIE("bad dtype %d", (int)dtype);
-  }
-}
-
-static double random_element(uint64_t *state, fz_dtype dtype) {
-  if (dtype == FZ_BOOL)
-    return (double)(fz_splitmix64(state) >> 63);
-  if (!fz_dtype_is_float(dtype)) {
-    int64_t v = (int64_t)(fz_splitmix64(state) % 16) - 8; /* [-8, 7] */
-    return (double)(v >= 0 ? v + 1 : v);                /* [-8, 8] \ 0 */
-  }
-  for (;;) {
-    double u = (double)(fz_splitmix64(state) >> 11) * 0x1p-53; /* [0, 1) */
-    double v = fz_round_to_dtype(2 * u - 1, dtype);
-    if (v != 0 && v < 1)
-      return v;
-  }
-}
-
-/* ---- inputs --------------------------------------------------------------- */
-
-/* Strides from the declared layout: dense except after noncontig axes,
- * which get twice the dense stride; expanded broadcast axes get 0. *span
- * is the number of elements the buffer needs. The padding can take a
- * tensor whose own size fits past int64, which is refused. */
-static fz_status layout_strides(const fz_type *t, const int64_t *sizes,
-                                const char *what, int64_t *strides,
-                                int64_t *span, fz_error *err) {
-  int64_t running = 1;
-  for (int p = t->rank - 1; p >= 0; p--) {
-    int axis = t->alloc_order[p];
-    const fz_axis *a = &t->axes[axis];
-    if (a->kind == FZ_AXIS_BROADCAST && a->expanded) {
-      strides[axis] = 0;
-      continue;
-    }
-    if (!fz_size_mul(running, t->contiguous[p] ? 1 : 2, &strides[axis]) ||
-        !fz_size_mul(strides[axis], sizes[axis] > 0 ? sizes[axis] : 1,
-                     &running))
-      return fz_error_set(err, FZ_ERR_ARGUMENT,
-                          "%s: its padded layout overflows int64", what);
-  }
-  return fz_size_span(t->rank, sizes, strides, t->dtype, what,
-                      FZ_ERR_ARGUMENT, span, err);
-}
+/* The inputs lit tests pinned their checksums with (host_tensor.h). */
+static const fz_host_inputs FO_INPUTS = {.values = FZ_HOST_VALUES_SYMMETRIC,
+                                         .padding = FZ_HOST_PAD_DOUBLE};
 
 static const char *symbol_label(const fz_fusion *f, int s, char *buf,
                                 size_t size) {
@@ -190,12 +82,13 @@ fz_status fo_bind_symbols(const fz_fusion *f, const fo_options *o, FILE *out,
 static void print_result(const fz_fusion *f, int i, const fz_host_tensor *t,
                          FILE *out) {
   const fz_value *v = f->outputs[i];
-  int64_t count;
-  fz_size_of(t->rank, t->sizes, t->dtype, "output", FZ_ERR_ARGUMENT, &count,
-             NULL, NULL);
+  int64_t count = fz_host_count(t->rank, t->sizes);
+  size_t esize = fz_dtype_size(t->dtype);
+  const char *data = t->data;
   double sum = 0, abs_sum = 0;
   for (int64_t k = 0; k < count; k++) {
-    double x = load(t->data, k, t->dtype); /* dense row-major */
+    /* dense row-major: the sum runs in logical order */
+    double x = fz_host_load(t->dtype, data + (size_t)k * esize);
     sum += x;
     abs_sum += fabs(x);
   }
@@ -207,11 +100,6 @@ static void print_result(const fz_fusion *f, int i, const fz_host_tensor *t,
     fprintf(out, "%s%" PRId64, d ? ", " : "[", t->sizes[d]);
   fprintf(out, "%s checksum=%.9g abs=%.9g\n", t->rank ? "]" : "", sum,
           abs_sum);
-}
-
-static void *alloc_elements(int64_t count, fz_dtype dtype) {
-  size_t n = count > 0 ? (size_t)count : 1;
-  return calloc(n, fz_dtype_size(dtype));
 }
 
 fz_status fo_run_reference(const fz_fusion *f, const fo_options *o, FILE *out,
@@ -229,24 +117,14 @@ fz_status fo_run_reference(const fz_fusion *f, const fo_options *o, FILE *out,
   uint64_t state = o->seed;
   for (int i = 0; i < n_in && st == FZ_OK; i++) {
     const fz_type *t = &f->inputs[i]->type;
-    fz_host_tensor *h = &inputs[i];
-    h->dtype = t->dtype;
-    h->rank = t->rank;
+    int64_t sizes[FZ_MAX_RANK];
     for (int d = 0; d < t->rank; d++)
-      h->sizes[d] = fz_axis_size(&t->axes[d], values);
+      sizes[d] = fz_axis_size(&t->axes[d], values);
     char what[32];
     snprintf(what, sizeof what, "input %d", i);
-    int64_t span;
-    if ((st = layout_strides(t, h->sizes, what, h->strides, &span, err)))
-      break;
-    h->data = alloc_elements(span, t->dtype);
-    if (!h->data) {
-      st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
-                        "out of memory allocating input %d", i);
-      break;
-    }
-    for (int64_t k = 0; k < span; k++)
-      store(h->data, k, t->dtype, random_element(&state, t->dtype));
+    void *base; /* inputs[i].data: the offset is 0 */
+    st = fz_host_random_input(t, sizes, &FO_INPUTS, what, &state, &inputs[i],
+                              &base, NULL, err);
   }
   if (st == FZ_OK)
     st = fz_bind_inputs(f, inputs, n_in, &bindings, err);
@@ -257,22 +135,21 @@ fz_status fo_run_reference(const fz_fusion *f, const fo_options *o, FILE *out,
     st = fz_output_sizes(f, i, &bindings, h->sizes, err);
     if (st != FZ_OK)
       break;
-    int64_t count = 1; /* fz_check_sizes bounds every dense stride */
-    for (int d = h->rank - 1; d >= 0; d--) {
-      h->strides[d] = count;
-      count *= h->sizes[d] > 0 ? h->sizes[d] : 1;
-    }
-    fz_size_of(h->rank, h->sizes, h->dtype, "output", FZ_ERR_ARGUMENT, &count,
-               NULL, NULL);
-    h->data = alloc_elements(count, h->dtype);
+    /* Row-major whatever the output's layout, so that print_result sums
+     * in logical order. */
+    fz_type row_major = f->outputs[i]->type;
+    row_major.has_layout = false;
+    fz_type_dense_strides(&row_major, h->sizes, h->strides);
+    int64_t count = fz_host_count(h->rank, h->sizes);
+    size_t bytes = (size_t)(count > 0 ? count : 1) * fz_dtype_size(h->dtype);
+    h->data = malloc(bytes);
     if (!h->data) {
       st = fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
                         "out of memory allocating output %d", i);
       break;
     }
     /* Poison, so an element the interpreter forgets shows up as NaN. */
-    memset(h->data, 0xff, (size_t)(count > 0 ? count : 1) *
-                              fz_dtype_size(h->dtype));
+    memset(h->data, 0xff, bytes);
   }
   if (st == FZ_OK)
     st = fz_interpret(f, inputs, n_in, outputs, n_out, err);

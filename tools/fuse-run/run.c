@@ -19,8 +19,8 @@
  */
 #include "run.h"
 
-#include "host_data.h"
 #include "runtime/cuda.h"
+#include "testing/host_tensor.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -60,10 +60,7 @@ static void say(const run_config *c, FILE *f, const char *fmt, ...) {
 
 /* t's sizes are a bound value's, which fz_check_sizes accepted. */
 static int64_t numel(const tensor *t) {
-  int64_t n = 0;
-  fz_size_of(t->rank, t->sizes, t->dtype, "tensor", FZ_ERR_ARGUMENT, &n, NULL,
-             NULL);
-  return n;
+  return fz_host_count(t->rank, t->sizes);
 }
 
 /* Logical index -> element offset, iterating in row-major logical order. */
@@ -157,38 +154,24 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
     tensor *t = &in[i];
     t->dtype = v->type.dtype;
     t->rank = v->type.rank;
-    int64_t alloc_sizes[FZ_MAX_RANK];
-    for (int k = 0; k < t->rank; k++) {
-      const fz_axis *ax = &v->type.axes[k];
-      t->sizes[k] = fz_axis_size(ax, symbols);
-      alloc_sizes[k] = ax->kind == FZ_AXIS_BROADCAST ? 1 : t->sizes[k];
-    }
+    for (int k = 0; k < t->rank; k++)
+      t->sizes[k] = fz_axis_size(&v->type.axes[k], symbols);
     char what[96];
     snprintf(what, sizeof what, "input %d", i);
-    CHECK(host_layout(t->rank, alloc_sizes, t->dtype, v->type.alloc_order,
-                      v->type.contiguous, c->pad, what, t->strides, &t->span,
-                      &err));
-    for (int k = 0; k < t->rank; k++)
-      if (v->type.axes[k].kind == FZ_AXIS_BROADCAST)
-        t->strides[k] = 0; /* expanded inputs are stride-0 views */
-    t->offset = c->offset;
-    size_t esize = fz_dtype_size(t->dtype);
+    fz_host_inputs how = {.values = FZ_HOST_VALUES_REDRAWN,
+                          .padding = FZ_HOST_PAD_ELEMENTS,
+                          .pad = c->pad,
+                          .offset = c->offset};
+    void *base;
     int64_t elements;
-    CHECK(__builtin_add_overflow(t->span, t->offset, &elements)
-              ? fz_error_set(&err, FZ_ERR_ARGUMENT,
-                             "%s: its offset overflows int64", what)
-              : fz_size_of(1, &elements, t->dtype, what, FZ_ERR_ARGUMENT,
-                           NULL, NULL, &err));
+    CHECK(fz_host_random_input(&v->type, t->sizes, &how, what, &rng, &hin[i],
+                               &base, &elements, &err));
+    t->host = base;
+    memcpy(t->strides, hin[i].strides, sizeof t->strides);
+    t->offset = c->offset;
+    t->span = elements - t->offset;
+    size_t esize = fz_dtype_size(t->dtype);
     size_t bytes = (size_t)elements * esize;
-    t->host = malloc(bytes ? bytes : 1);
-    if (!t->host) {
-      say(c, stderr, "fuse-run: out of host memory\n");
-      rc = RUN_FAILED;
-      goto done;
-    }
-    for (int64_t e = 0; e < t->span + t->offset; e++)
-      host_store(t->dtype, t->host + (size_t)e * esize,
-                 host_random_value(t->dtype, &rng));
     input_bytes += (double)t->span * (double)esize;
     CHECK(fz_device_memory_alloc(dev, bytes ? bytes : 1, &t->device, &err));
     CHECK(fz_copy_to_device(dev, t->device, t->host, bytes, &err));
@@ -196,10 +179,6 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
                                 .data = t->device + (uint64_t)t->offset * esize};
     memcpy(din[i].sizes, t->sizes, sizeof t->sizes);
     memcpy(din[i].strides, t->strides, sizeof t->strides);
-    hin[i] = (fz_host_tensor){.dtype = t->dtype, .rank = t->rank,
-                              .data = t->host + (size_t)t->offset * esize};
-    memcpy(hin[i].sizes, t->sizes, sizeof t->sizes);
-    memcpy(hin[i].strides, t->strides, sizeof t->strides);
   }
 
   CHECK(fz_executor_create(f, dev, &ex, &err));
@@ -305,15 +284,15 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
     const unsigned char *ref = ref_data[i];
     double scale = 0;
     for (int64_t e = 0; e < n && c->scale_tolerance; e++) {
-      double r = fabs(host_load(t->dtype, ref + (size_t)e * esize));
+      double r = fabs(fz_host_load(t->dtype, ref + (size_t)e * esize));
       if (isfinite(r) && r > scale)
         scale = r;
     }
     double max_err = 0;
     for (int64_t e = 0; e < n; e++) {
       int64_t off = offset_of(t, idx);
-      double g = host_load(t->dtype, t->host + (size_t)off * esize);
-      double r = host_load(t->dtype, ref + (size_t)off * esize);
+      double g = fz_host_load(t->dtype, t->host + (size_t)off * esize);
+      double r = fz_host_load(t->dtype, ref + (size_t)off * esize);
       bool ok;
       if (isnan(r) || isnan(g))
         ok = isnan(r) && isnan(g);

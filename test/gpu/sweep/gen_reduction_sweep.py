@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the reduction correctness sweep of issue 4 as one file of fusions
+"""Writes the reduction correctness sweep as one file of fusions
 separated by `// -----` lines, for `fuse-run --split-input-file`.
 
 Rank 2, 3 and 4 inputs; every permutation of the input's allocation order;

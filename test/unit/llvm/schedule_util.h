@@ -40,8 +40,10 @@ static inline void describe(const fz_value *v, const int64_t *symbols,
   }
 }
 
-/* binds: "M=8,N=1000"; unbound symbols are 8. */
-static inline fz_plan *schedule_fusion(scheduled *s, fz_fusion *f, const char *binds) {
+/* The problem alone, in s->pb (binds: "M=8,N=1000"; unbound symbols are
+ * 8); s owns f from here. */
+static inline void describe_problem(scheduled *s, fz_fusion *f,
+                                    const char *binds) {
   memset(s, 0, sizeof *s);
   s->f = f;
   s->arena = fz_arena_create();
@@ -71,6 +73,11 @@ static inline fz_plan *schedule_fusion(scheduled *s, fz_fusion *f, const char *b
                        .outputs = s->out,
                        .symbols = s->symbols,
                        .device = fz_device_info_default(90)};
+}
+
+/* binds: "M=8,N=1000"; unbound symbols are 8. */
+static inline fz_plan *schedule_fusion(scheduled *s, fz_fusion *f, const char *binds) {
+  describe_problem(s, f, binds);
   fz_error err = {0};
   fz_status st = fz_schedule(&s->pb, s->arena, &s->plan, &err);
   ck_assert_msg(st == FZ_OK, "scheduling failed: %s", err.message);

@@ -590,7 +590,7 @@ START_TEST(outer_results_aligned) {
       "}\n",
       "N=2");
   ck_assert_int_eq(p->kind, FZ_PLAN_OUTER_PERSISTENT);
-  size_t points = (size_t)fz_plan_reduced_points(p);
+  size_t points = (size_t)fz_plan_row_points(p);
   ck_assert_uint_eq(fz_plan_workspace_bytes(p),
                     (8 + 4) * points * (size_t)(p->grid_x + 1) + 16);
   lowered l = lower_ok(p);
@@ -615,10 +615,11 @@ START_TEST(full_node_reading_a_column_node_is_internal) {
   free(text);
   int store = -1;
   for (int i = 0; i < p->num_nodes && store < 0; i++)
-    if (p->nodes[i].kind == FZ_NODE_STORE && p->nodes[i].column)
+    if (p->nodes[i].kind == FZ_NODE_STORE &&
+        p->nodes[i].space == FZ_SPACE_COLUMN)
       store = i;
   ck_assert_int_ge(store, 0);
-  p->nodes[store].column = false;
+  p->nodes[store].space = FZ_SPACE_FULL;
   char msg[sizeof((fz_error *)0)->message];
   ck_assert_int_eq(lower_status(p, msg, sizeof msg), FZ_ERR_INTERNAL);
   ck_assert_msg(strstr(msg, "column node") != NULL, "%s", msg);

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""bench.py's report without a GPU or torch: --help, the main table rebuilt
+from a saved report's results.json as that report has it, and the long
+rows and the size sweep from saved numbers, merged from two runs (a row
+measured twice as the later run has it, fz's failures listed with their
+error lines). Exits 1 on the first difference."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = [sys.executable, os.path.join(HERE, "bench.py")]
+SAVED = os.path.join(HERE, "reports", "2026-11-30-h200-fair")
+
+
+def run(*args):
+    p = subprocess.run(BENCH + list(args), capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("bench.py %s failed:\n%s%s" % (" ".join(args), p.stdout, p.stderr))
+    return p.stdout
+
+
+def check(cond, what):
+    if not cond:
+        sys.exit("FAILED: " + what)
+
+
+def table(md):
+    return [l for l in md.splitlines() if l.startswith("|")]
+
+
+def point(name, n, fz, extra):
+    row = dict(workload=name, bytes=n, fz_us=fz, eager_us=200.0,
+               compile_us=150.0, iters=50, copy_gbs=4000.0)
+    row.update(extra)
+    return row
+
+
+def main():
+    check("--sweep-only" in run("--help"), "--help lists --sweep-only")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "saved")
+        run("--from-json", os.path.join(SAVED, "results.json"), "--report", out)
+        with open(os.path.join(SAVED, "report.md")) as fh:
+            want = table(fh.read())
+        with open(os.path.join(out, "report.md")) as fh:
+            got = fh.read()
+        check(table(got) == want, "the saved report's table, rebuilt")
+        check("## Long rows" not in got and "## Size sweep" not in got,
+              "no long-row or sweep section without their numbers")
+
+        long_row = dict(group="long_rows", kind="softmax forward", dtype="bf16")
+        first = dict(device="GPU", copy_gbs=4000.0, iters=50, sweep=[], results=[
+            point("softmax forward bf16 65536x4096", 1 << 30, 300.0,
+                  dict(long_row, m=65536, n=4096, fz_plan="inner-persistent")),
+            point("softmax forward bf16 1024x262144", 1 << 30, None,
+                  dict(long_row, m=1024, n=262144,
+                       fz_error="fuse-run: no scheduler takes it"))],
+            checks=[dict(check="softmax backward", max_abs_err=1e-16, ok=True)])
+        second = dict(device="GPU", copy_gbs=4100.0, iters=30, results=[
+            point("softmax forward bf16 65536x4096", 1 << 30, 250.0,
+                  dict(long_row, m=65536, n=4096, fz_plan="inner-persistent"))],
+            checks=[dict(check="softmax backward", max_abs_err=1e-16, ok=True)],
+            sweep=[point("[%d, 8192]" % m, 4 * m * 8192, 100.0 * m,
+                         dict(family="inner", fz_plan="inner-reduction"))
+                   for m in (32, 128)])
+        paths = []
+        for name, data in (("first", first), ("second", second)):
+            paths.append(os.path.join(tmp, name + ".json"))
+            with open(paths[-1], "w") as fh:
+                json.dump(data, fh)
+        out = os.path.join(tmp, "merged")
+        run("--from-json", ",".join(paths), "--report", out)
+        with open(os.path.join(out, "report.md")) as fh:
+            got = fh.read()
+        rows = [l for l in table(got) if "65536x4096" in l]
+        check(len(rows) == 1 and "| 250.0 |" in rows[0],
+              "a row measured twice, once, as the later run has it: %s" % rows)
+        check("- softmax forward bf16 1024x262144: `fuse-run: no scheduler "
+              "takes it`" in got, "fz's error line listed")
+        check(got.count("softmax backward: max abs error") == 1,
+              "a check made by both runs, once")
+        check("## Size sweep" in got and "### inner reduction" in got,
+              "the sweep's section and its family's table")
+        check(sum(l.startswith("| [") for l in table(got)) == 2,
+              "a sweep table row per size")
+        check("4000, 4100 GB/s" in got, "both runs' copies named")
+        for png in ("long_rows.png", "sweep.png"):
+            check(os.path.exists(os.path.join(out, png)) or "(No chart:" in got,
+                  "%s drawn, or the report says why not" % png)
+    print("bench report: 1 passed, 0 failed")
+
+
+if __name__ == "__main__":
+    main()

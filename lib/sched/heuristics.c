@@ -1,0 +1,105 @@
+/* heuristics.c - see heuristics.h. */
+#include "sched/heuristics.h"
+
+int64_t fz_pow2_ceil(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p *= 2;
+  return p;
+}
+
+int64_t fz_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool fz_op_reduces_axis(const fz_op *op, int axis) {
+  for (int d = 0; d < op->num_dims; d++)
+    if (op->dims[d] == axis)
+      return true;
+  return false;
+}
+
+const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
+                                          const fz_plan_access *a) {
+  return a->is_output ? &pb->outputs[a->io] : &pb->inputs[a->io];
+}
+
+bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
+                                  const fz_tensor_desc *d, int v) {
+  int inner = p->rank - 1;
+  if (a->strides[inner] != 1 || p->extents[inner] % v != 0)
+    return false;
+  for (int k = 0; k < inner; k++)
+    if (a->strides[k] % v != 0)
+      return false;
+  if (a->offset % v != 0)
+    return false;
+  /* a vector load needs its own size of alignment, and the widest load
+   * (16 bytes) is all wider vectors are split into */
+  size_t bytes = (size_t)v * fz_dtype_size(a->dtype);
+  size_t need = bytes > 16 ? 16 : bytes;
+  return d->align % need == 0;
+}
+
+int fz_plan_widest_vector(const fz_plan *p, fz_access_filter counts,
+                          const void *ctx) {
+  int inner = p->rank - 1;
+  size_t narrow = 0;
+  for (int i = 0; i < p->num_accesses; i++) {
+    const fz_plan_access *a = &p->accesses[i];
+    size_t s = fz_dtype_size(a->dtype);
+    if ((!counts || counts(p, i, ctx)) && a->strides[inner] == 1 &&
+        (narrow == 0 || s < narrow))
+      narrow = s;
+  }
+  int v = narrow ? (int)(16 / narrow) : 1;
+  return v > 8 ? 8 : v;
+}
+
+int fz_plan_fit_vector(const fz_problem *pb, const fz_plan *p, int v,
+                       bool outputs_decide) {
+  int inner = p->rank - 1;
+  for (; v > 1; v /= 2) {
+    if (p->extents[inner] % v != 0)
+      continue;
+    bool ok = true;
+    for (int i = 0; i < p->num_accesses && ok && outputs_decide; i++) {
+      const fz_plan_access *a = &p->accesses[i];
+      if (a->is_output && a->strides[inner] == 1)
+        ok = fz_plan_access_can_vectorize(p, a, fz_plan_access_desc(pb, a), v);
+    }
+    if (ok)
+      break;
+  }
+  return v;
+}
+
+void fz_plan_set_access_vectors(const fz_problem *pb, fz_plan *p, int v,
+                                fz_access_filter walks, const void *ctx) {
+  for (int i = 0; i < p->num_accesses; i++) {
+    fz_plan_access *a = &p->accesses[i];
+    bool wide = v > 1 && (!walks || walks(p, i, ctx)) &&
+                fz_plan_access_can_vectorize(p, a, fz_plan_access_desc(pb, a),
+                                             v);
+    a->vector = wide ? v : 1;
+  }
+}
+
+bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound) {
+  int64_t limit = (int64_t)1 << 31;
+  if (loop_bound >= limit)
+    return false;
+  for (int k = 0; k < p->rank; k++)
+    if (p->extents[k] >= limit)
+      return false;
+  for (int i = 0; i < p->num_accesses; i++) {
+    const fz_plan_access *a = &p->accesses[i];
+    int64_t max_off = a->offset;
+    for (int k = 0; k < p->rank; k++) {
+      int64_t s = a->strides[k] < 0 ? -a->strides[k] : a->strides[k];
+      max_off += s * (p->extents[k] - 1);
+    }
+    /* the last vector reads up to p->vector elements past the offset */
+    if (max_off + p->vector >= limit)
+      return false;
+  }
+  return true;
+}
