@@ -342,11 +342,11 @@ static bool start(fz_dag *d, stack *s, int *done) {
     }
     case FZ_KIND_SYMBOL: /* a rank-0 value, the same at every point */
       *done = push_node(d,
-                        in_space((fz_plan_node){.kind = FZ_NODE_SYMBOL,
-                                                .dtype = v->type.dtype,
-                                                .symbol = op->symbol,
-                                                .value = v},
-                                 f->space),
+                        (fz_plan_node){.kind = FZ_NODE_SYMBOL,
+                                       .dtype = v->type.dtype,
+                                       .symbol = op->symbol,
+                                       .value = v,
+                                       .space = f->space},
                         f->m);
       return true;
     }

@@ -112,11 +112,51 @@ START_TEST(symbol_values_follow_the_strides) {
 }
 END_TEST
 
+/* fz_plan_verify holds plans to the rules lowering and the key rely on. */
+START_TEST(verify_checks_symbols) {
+  scheduled s = schedule(row_mean_symbol, 64, 1000);
+  fz_plan *p = s.plan;
+  fz_error err = {0};
+  ck_assert_int_eq(fz_plan_verify(p, &err), FZ_OK);
+  int node = -1;
+  for (int i = 0; i < p->num_nodes; i++)
+    if (p->nodes[i].kind == FZ_NODE_SYMBOL)
+      node = i;
+  ck_assert_int_ge(node, 0);
+
+  /* N read, K passed: K is passed for nothing, N never */
+  p->nodes[node].symbol = 0;
+  ck_assert_int_eq(fz_plan_verify(p, &err), FZ_ERR_INTERNAL);
+  ck_assert_msg(strstr(err.message, "symbol 1 as s0, which no node reads"),
+                "%s", err.message);
+  p->nodes[node].symbol = 1;
+
+  /* a passed symbol no node reads would change the parameters but not
+   * the key */
+  int two[2] = {1, 0};
+  int64_t values[2] = {1000, 64};
+  p->symbols = two;
+  p->symbol_values = values;
+  p->num_symbols = 2;
+  ck_assert_int_eq(fz_plan_verify(p, &err), FZ_ERR_INTERNAL);
+  ck_assert_msg(strstr(err.message, "symbol 0 as s1, which no node reads"),
+                "%s", err.message);
+  p->num_symbols = 1;
+
+  p->nodes[node].dtype = FZ_I32;
+  ck_assert_int_eq(fz_plan_verify(p, &err), FZ_ERR_INTERNAL);
+  ck_assert_msg(strstr(err.message, "is not an i64 without operands"), "%s",
+                err.message);
+  release(&s);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("plan_symbols");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, one_kernel_for_two_sizes);
   tcase_add_test(tc, symbol_values_follow_the_strides);
+  tcase_add_test(tc, verify_checks_symbols);
   suite_add_tcase(s, tc);
   return s;
 }
