@@ -189,14 +189,14 @@ def _plan_reduce(entry, sample):
     keepdim = args[1] if len(args) > 1 else sample.kwargs.get("keepdim", False)
     dtype = sample.kwargs.get("dtype")
     _kwargs(sample, entry, consumed=("dim", "keepdim", "dtype"))
-    if not isinstance(x, torch.Tensor) or x.dim() == 0:
-        raise Unsupported("0-dim input")
+    if not isinstance(x, torch.Tensor):
+        raise Unsupported("input is not a tensor")
     if dim is None:
         dims = list(range(x.dim()))
     elif isinstance(dim, int):
         dims = [dim]
-    elif isinstance(dim, (list, tuple)) and dim:
-        dims = list(dim)
+    elif isinstance(dim, (list, tuple)):
+        dims = list(dim)  # [] reduces every axis, as in PyTorch
     else:
         raise Unsupported("dim=%r" % (dim,))
     extra = {}
@@ -221,7 +221,7 @@ def _plan_reduce(entry, sample):
 
 def _operand_key(v):
     if isinstance(v, torch.Tensor):
-        return ("t", v.dtype, max(1, v.dim()))
+        return ("t", v.dtype, v.dim())
     return ("n", type(v).__name__, repr(v))
 
 
@@ -262,6 +262,7 @@ def check_operands(operands, pointwise, condition=None):
 def run_fz(entry, operands, call, pointwise, key, cache):
     tensors, all_zero = check_operands(
         operands, pointwise, 0 if entry.kind == "where" else None)
+    rank0 = 0 if entry.kind == "reduce" else 1
     ckey = (entry.fz, entry.torch, key,
             tuple(_operand_key(v) for v in operands))
     fd = cache.get(ckey)
@@ -269,14 +270,17 @@ def run_fz(entry, operands, call, pointwise, key, cache):
         fd = fz.FusionDefinition(entry.fz)
         try:
             with fd:
-                vals = [fd.define_tensor([-1] * max(1, v.dim()), dtype=v.dtype)
+                # a reduction's 0-dim input stays rank 0 (fz reduces
+                # rank-0 tensors as PyTorch does); elsewhere [1]
+                vals = [fd.define_tensor([-1] * max(rank0, v.dim()),
+                                         dtype=v.dtype)
                         if isinstance(v, torch.Tensor) else v
                         for v in operands]
                 fd.add_output(call(fd.ops, vals))
         except (TypeError, ValueError, AttributeError) as e:
             raise Unsupported("fd.ops.%s: %s" % (entry.fz, e))
         cache[ckey] = fd
-    (out,) = fd.execute([t.reshape(1) if t.dim() == 0 else t
+    (out,) = fd.execute([t.reshape(1) if t.dim() == 0 and rank0 else t
                          for t in tensors])
     if pointwise and all_zero:
         out = out.reshape(())

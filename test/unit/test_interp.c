@@ -488,6 +488,8 @@ START_TEST(value_tests) {
   ck_assert_double_eq(fop("signbit", "f64", "bool", 1, -0.0, 0, 0), 1);
   ck_assert_double_eq(fop("signbit", "f64", "bool", 1, 0.0, 0, 0), 0);
   ck_assert_double_eq(fop("signbit", "f64", "bool", 1, -NAN, 0, 0), 1);
+  /* bool is unsigned: PyTorch's signbit of true is false */
+  ck_assert_double_eq(fop("signbit", "bool", "bool", 1, 1, 0, 0), 0);
   ck_assert_double_eq(fop("signbit", "bf16", "bool", 1, -0.0, 0, 0), 1);
   ck_assert_int_eq(iop("isinf", "i32", "bool", 1, 3, 0, 0), 0);
   ck_assert_int_eq(iop("isfinite", "i8", "bool", 1, -3, 0, 0), 1);
