@@ -593,6 +593,13 @@ fz_value *fz_build_full(fz_fusion *fusion, fz_dtype dtype, int rank,
 fz_value *fz_build_iota(fz_fusion *fusion, fz_dtype dtype, int64_t extent,
                         const char *symbol, double start, double step,
                         fz_error *err);
+/* The value symbol `symbol` is bound to at run time (`symbol N` in text),
+ * an i64 scalar: an operand that computes with a size, as a mean divides
+ * by its element count, without writing the size in as a constant, so
+ * that one fusion (and one kernel) serves every size. The symbol must
+ * already exist (an input names it); FZ_ERR_INVALID otherwise. */
+fz_value *fz_build_symbol(fz_fusion *fusion, const char *symbol,
+                          fz_error *err);
 
 /* torch.nan_to_num(a, nan, posinf, neginf): a with NaN replaced by `nan`,
  * +inf by *posinf and -inf by *neginf, each converted to a's dtype (NULL:

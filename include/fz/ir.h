@@ -93,6 +93,7 @@ typedef enum fz_op_kind {
   FZ_KIND_SET,
   FZ_KIND_FULL,
   FZ_KIND_IOTA,
+  FZ_KIND_SYMBOL,
 } fz_op_kind;
 
 enum {
@@ -299,6 +300,7 @@ struct fz_op {
   fz_scalar fill;           /* FULL: the value, in the result's dtype class */
   fz_scalar iota_start;     /* IOTA: start and step (default 0, 1) */
   fz_scalar iota_step;
+  int symbol;               /* SYMBOL: index into fusion->symbols */
   fz_loc loc;
 };
 
@@ -410,7 +412,7 @@ void fz_uses_set_operand(fz_uses *uses, int op_index, int k, fz_value *v);
 
 /* Attributes of an op, zero-initialised means "none". `shape` is needed by
  * reshape, expand, full and iota (dtype and extents of the result; layout
- * is ignored) and by cast (its dtype). The struct and what it points to
+ * is ignored) and by cast (its dtype); `symbol` by symbol. The struct and what it points to
  * are only read during the call. */
 typedef struct fz_attrs {
   int num_dims;
@@ -421,6 +423,7 @@ typedef struct fz_attrs {
   fz_scalar fill;
   fz_scalar iota_start, iota_step;
   bool has_iota_start, has_iota_step;
+  int symbol; /* symbol: the index of the symbol read */
 } fz_attrs;
 
 /* Create an op and its result with inferred dtype and shape. Rank-0
@@ -464,7 +467,12 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  *  fz_set: a copy;
  *  fz_full: a tensor of `shape` filled with `fill` (.f for float dtypes,
  *    .i otherwise; an integer dtype's fill must be in its range, bool's
- *    0 or 1). */
+ *    0 or 1);
+ *  fz_read_symbol: the i64 scalar bound to symbol `symbol` (an index into
+ *    fusion->symbols of a named symbol) at run time, `symbol N` in text:
+ *    how a fusion computes with a size (a mean's element count) without
+ *    writing the size in as a literal, so that one fusion serves every
+ *    size. */
 fz_value *fz_unary(fz_fusion *f, fz_opcode code, fz_value *a, fz_error *err);
 fz_value *fz_binary(fz_fusion *f, fz_opcode code, fz_value *a, fz_value *b,
                     fz_error *err);
@@ -486,6 +494,7 @@ fz_value *fz_reshape(fz_fusion *f, fz_value *a, const fz_type *shape,
 fz_value *fz_set(fz_fusion *f, fz_value *a, fz_error *err);
 fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
                   fz_error *err);
+fz_value *fz_read_symbol(fz_fusion *f, int symbol, fz_error *err);
 
 /* Declare the result's layout (alloc_order is a permutation of its logical
  * axes, outermost first; contiguous may be NULL for all-contiguous, else

@@ -372,6 +372,22 @@ fz_value *fz_build_iota(fz_fusion *f, fz_dtype dtype, int64_t extent,
   return fz_build(f, FZ_OP_IOTA, 0, NULL, &attrs, err);
 }
 
+fz_value *fz_build_symbol(fz_fusion *f, const char *symbol, fz_error *err) {
+  if (!f) {
+    fz_error_set(err, FZ_ERR_ARGUMENT, "symbol: fusion is NULL");
+    return NULL;
+  }
+  int index = symbol ? fz_fusion_find_symbol(f, symbol) : -1;
+  if (index < 0) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "symbol: \"%s\" is not a symbol of @%s (an input must "
+                 "name it first)",
+                 symbol ? symbol : "(null)", f->name);
+    return NULL;
+  }
+  return fz_read_symbol(f, index, err);
+}
+
 /* The largest finite value of a float dtype: nan_to_num's default for
  * +inf (and its negation for -inf), std::numeric_limits<T>::max() in
  * PyTorch. */

@@ -185,6 +185,9 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
   case FZ_KIND_IOTA:
     set_iota_defaults(op, attrs, type.dtype);
     break;
+  case FZ_KIND_SYMBOL:
+    op->symbol = attrs->symbol;
+    break;
   default:
     break;
   }
@@ -330,6 +333,11 @@ fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
                   fz_error *err) {
   fz_attrs attrs = {.shape = shape, .fill = fill};
   return fz_build(f, FZ_OP_FULL, 0, NULL, &attrs, err);
+}
+
+fz_value *fz_read_symbol(fz_fusion *f, int symbol, fz_error *err) {
+  fz_attrs attrs = {.symbol = symbol};
+  return fz_build(f, FZ_OP_SYMBOL, 0, NULL, &attrs, err);
 }
 
 fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,

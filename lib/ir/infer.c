@@ -623,6 +623,24 @@ static fz_status infer_full(infer_ctx *c, fz_opcode code,
   return FZ_OK;
 }
 
+/* A symbol read is an i64 scalar. Only a named symbol can be read: the
+ * text names it (`symbol N`), and an anonymous one (`?`) has no name to
+ * print. */
+static fz_status infer_symbol(infer_ctx *c, const fz_attrs *attrs,
+                              fz_type *out) {
+  int num_symbols = c->f ? c->f->num_symbols : 0;
+  if (attrs->symbol < 0 || attrs->symbol >= num_symbols)
+    return fail(c, "symbol %d is not a symbol of the fusion (it has %d)",
+                attrs->symbol, num_symbols);
+  if (!c->f->symbols[attrs->symbol].name)
+    return fail(c, "symbol %d is anonymous (`?`); only a named symbol can "
+                   "be read",
+                attrs->symbol);
+  out->dtype = FZ_I64;
+  out->rank = 0;
+  return FZ_OK;
+}
+
 /* ---- entry point -------------------------------------------------------- */
 
 fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
@@ -683,6 +701,9 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
     st = infer_full(&c, code, attrs, out);
+    break;
+  case FZ_KIND_SYMBOL:
+    st = infer_symbol(&c, attrs, out);
     break;
   }
   if (st)

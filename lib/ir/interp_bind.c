@@ -113,11 +113,23 @@ static fz_status bind_input(const fz_fusion *f, int index,
 
 /* Every symbol in an op result must be bound by now: shape inference
  * derives result extents from operands, except where the result's shape is
- * given (full, iota, expand), which may name a symbol no input has. */
+ * given (full, iota, expand), which may name a symbol no input has. So
+ * must every symbol a symbol op reads. */
 static fz_status check_results(const fz_fusion *f, const int64_t *values,
                                fz_error *err) {
   for (int k = 0; k < f->num_ops; k++) {
     const fz_value *v = f->ops[k]->result;
+    int read = f->ops[k]->code == FZ_OP_SYMBOL ? f->ops[k]->symbol : -1;
+    char r[64];
+    if (read >= f->num_symbols)
+      return fz_error_set(err, FZ_ERR_INVALID,
+                          "%s reads symbol %d but the fusion has %d symbols",
+                          fz_value_label(v, r, sizeof r), read,
+                          f->num_symbols);
+    if (read >= 0 && values[read] < 0)
+      return fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "%s: symbol %s is not bound by any input",
+                          fz_value_label(v, r, sizeof r), symbol_name(f, read));
     for (int i = 0; i < v->type.rank; i++) {
       fz_extent e = fz_axis_extent(&v->type.axes[i]);
       char l[64];

@@ -503,6 +503,19 @@ static fz_status eval_generator(fz_interp *in, const fz_op *op, fz_iview *res) {
   return FZ_OK;
 }
 
+/* The value bound to the symbol: fz_bind_inputs has checked that an input
+ * binds every symbol a symbol op reads. */
+static fz_status eval_symbol(fz_interp *in, const fz_op *op, fz_iview *res) {
+  FZ_CHECK(op->symbol >= 0 && op->symbol < in->b->num_symbols &&
+           in->b->values[op->symbol] >= 0);
+  fz_status st = fz_interp_new_dense(in, op->result, NULL, 1, res);
+  if (st)
+    return st;
+  fz_scalar v = {.i = in->b->values[op->symbol]};
+  fz_istore(res, 0, 0, 1, &v, FZ_I64);
+  return FZ_OK;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res) {
@@ -523,6 +536,8 @@ fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res) {
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
     return eval_generator(in, op, res);
+  case FZ_KIND_SYMBOL:
+    return eval_symbol(in, op, res);
   default:
     return eval_shape(in, op, res);
   }

@@ -730,6 +730,7 @@ typedef struct pop {
   const fz_token *dims_tok, *perm_tok, *keepdim_tok;
   plit start, step;
   const fz_token *start_tok, *step_tok;
+  int symbol; /* symbol: the symbol read */
 } pop;
 
 static bool attr_allowed(fz_op_kind kind, const char *attr) {
@@ -787,7 +788,8 @@ static fz_status parse_attribute(parser *p, pop *op) {
 }
 
 /* operands = operand ("," operand)*   (exactly the op's arity)
- *          | literal                  (full: its fill value) */
+ *          | literal                  (full: its fill value)
+ *          | symbol-name              (symbol: the symbol read) */
 static fz_status parse_operands(parser *p, pop *op) {
   fz_status st;
   const fz_op_info *info = &fz_op_table[op->code];
@@ -795,6 +797,21 @@ static fz_status parse_operands(parser *p, pop *op) {
     op->has_fill = parse_literal(p, &op->fill);
     if (!op->has_fill)
       return expected(p, "the fill value of 'full' (a literal)");
+    return FZ_OK;
+  }
+  if (info->kind == FZ_KIND_SYMBOL) {
+    /* Only a symbol already named (by an input or an earlier type) can be
+     * read: a symbol first seen here would be bound by nothing. */
+    if (!is_kind(p, FZ_TK_IDENT))
+      return expected(p, "the name of the symbol 'symbol' reads");
+    const fz_token *t = cur(p);
+    op->symbol = find_symbol(p, t);
+    if (op->symbol < 0)
+      return ERROR(p, t,
+                   "unknown symbol '%.*s' (a symbol read names a symbol of "
+                   "an input or an earlier type)",
+                   (int)(t->length > 40 ? 40 : t->length), text_of(p, t));
+    next(p);
     return FZ_OK;
   }
   for (int i = 0; i < info->arity; i++) {
@@ -854,6 +871,7 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
     qsort(a->dims, (size_t)a->num_dims, sizeof *a->dims, compare_ints);
   }
   a->keepdim = op->keepdim_tok != NULL;
+  a->symbol = op->symbol;
   if (op->perm_tok) {
     int rank = op->operands[0]->type.rank;
     if (op->num_perm != rank)

@@ -295,6 +295,13 @@ static void print_op(fz_buf *b, const fz_fusion *f, const namer *nm,
   case FZ_KIND_PERMUTE:
     print_ints(b, "perm", op->perm, t ? safe_rank(t) : 0);
     break;
+  case FZ_KIND_SYMBOL:
+    fz_buf_printf(b, " %s",
+                  op->symbol >= 0 && op->symbol < f->num_symbols &&
+                          f->symbols[op->symbol].name
+                      ? f->symbols[op->symbol].name
+                      : "<bad symbol>");
+    break;
   case FZ_KIND_IOTA: {
     bool is_float = fz_dtype_is_float(dtype);
     if (is_float ? op->iota_start.f != 0.0 : op->iota_start.i != 0) {

@@ -117,6 +117,7 @@ static void op_attrs(const fz_op *op, fz_attrs *attrs) {
   attrs->iota_start = op->iota_start;
   attrs->iota_step = op->iota_step;
   attrs->has_iota_start = attrs->has_iota_step = true;
+  attrs->symbol = op->symbol;
 }
 
 static fz_status verify_op(verifier *vf, int index, const fz_op *op) {

@@ -550,12 +550,32 @@ static bool holds_narrow(fz_dtype d, LLVMValueRef x, fz_dtype narrow) {
   return isnan(v) || fz_round_to_dtype(v, narrow) == v;
 }
 
+/* Whether node i is computed from symbols (at least one) and literals
+ * alone, within a few ops: a kernel parameter, the same at every point (a
+ * mean's count, the product of its axes' symbols). */
+static bool from_symbols(const fz_plan *p, int i, int depth, bool *symbol) {
+  const fz_plan_node *n = &p->nodes[i];
+  if (n->kind == FZ_NODE_SYMBOL)
+    return *symbol = true;
+  if (n->kind == FZ_NODE_LITERAL)
+    return true;
+  if (n->kind != FZ_NODE_OP || depth == 0)
+    return false;
+  for (int k = 0; k < n->num_operands; k++)
+    if (!from_symbols(p, n->operands[k], depth - 1, symbol))
+      return false;
+  return true;
+}
+
 /* Whether node n's divisor is the same at every point a thread computes
- * n at: a literal, or, for a full-space node of a persistent plan, a row
- * value (after the row's reductions) or a column value. */
+ * n at: a literal or a value of symbols, or, for a full-space node of a
+ * persistent plan, a row value (after the row's reductions) or a column
+ * value. */
 static bool divisor_is_uniform(const fz_plan *p, const fz_plan_node *n) {
   const fz_plan_node *d = &p->nodes[n->operands[1]];
-  if (d->kind == FZ_NODE_LITERAL)
+  bool symbol = false;
+  if (d->kind == FZ_NODE_LITERAL ||
+      (from_symbols(p, n->operands[1], 3, &symbol) && symbol))
     return true;
   return n->space == FZ_SPACE_FULL && d->space != FZ_SPACE_FULL;
 }

@@ -149,6 +149,7 @@ typedef struct fz_kernel {
   LLVMValueRef groups;              /* the group (kept point) count */
   LLVMValueRef ext[FZ_MAX_RANK];    /* extents; NULL when never read */
   LLVMValueRef workspace, counters; /* split or grid-column plans, else NULL */
+  LLVMValueRef *symbol;             /* per plan symbol: its value, i64 */
 } fz_kernel;
 
 /* Declares k->e.fn with plan.h's parameters (fz_plan_num_params of them)

@@ -50,14 +50,14 @@ static bool has_workspace(const fz_plan *p) {
   return (reduction && p->split > 1) || fz_plan_has_grid_columns(p);
 }
 
-/* Pointers (one per access), then groups, extents, and per access its
- * strides and offset: plan.h's order, which the launcher also follows;
- * a split reduction and an inner-outer persistent plan add the workspace
- * and counters pointers. */
+/* Pointers (one per access), then groups, extents, per access its
+ * strides and offset, and the symbols' values: plan.h's order, which the
+ * launcher also follows; a split reduction and an inner-outer persistent
+ * plan add the workspace and counters pointers. */
 bool fz_kernel_declare(fz_kernel *k) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
-  int scalars = 1 + p->rank + p->num_accesses * (p->rank + 1);
+  int scalars = fz_plan_num_scalar_params(p);
   int n = p->num_accesses + scalars + (has_workspace(p) ? 2 : 0);
   if (n != fz_plan_num_params(p)) {
     fz_emit_fail(e, FZ_ERR_INTERNAL,
@@ -133,6 +133,11 @@ void fz_kernel_read_params(fz_kernel *k) {
       k->access[a].stride[d] = index_param(k, i++, used, "a%d.stride%d", a, d);
     }
     k->access[a].offset = index_param(k, i++, true, "a%d.offset", a, 0);
+  }
+  /* a value the fusion computes with, not an index: always i64 */
+  for (int s = 0; s < p->num_symbols; s++) {
+    k->symbol[s] = LLVMGetParam(k->e.fn, (unsigned)i++);
+    fz_set_name(k->symbol[s], "s%d", s);
   }
   if (has_workspace(p)) {
     k->workspace = LLVMGetParam(k->e.fn, (unsigned)i++);

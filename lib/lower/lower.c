@@ -99,11 +99,13 @@ fz_status fz_lower_plan(const fz_plan *plan, LLVMContextRef ctx,
   LLVMSetDataLayout(e->mod, NVPTX_DATALAYOUT);
   e->b = LLVMCreateBuilderInContext(ctx);
   k.access = calloc((size_t)plan->num_accesses, sizeof *k.access);
-  bool ok = k.access != NULL;
+  k.symbol = calloc((size_t)plan->num_symbols + 1, sizeof *k.symbol);
+  bool ok = k.access != NULL && k.symbol != NULL;
   if (!ok)
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   ok = ok && fz_kernel_declare(&k) && emit_body(&k);
   free(k.access);
+  free(k.symbol);
   LLVMDisposeBuilder(e->b);
   if (!ok || e->failed) {
     if (!e->failed)

@@ -187,7 +187,7 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
   const fz_plan *plan = s->plan;
   /* The parameter order of plan.h: pointers, then the scalars, then the
    * two workspace pointers when the plan takes them. */
-  s->num_scalars = 1 + plan->rank + plan->num_accesses * (plan->rank + 1);
+  s->num_scalars = fz_plan_num_scalar_params(plan);
   int extra = fz_plan_num_params(plan) - plan->num_accesses - s->num_scalars;
   FZ_CHECK(extra == 0 || extra == 2);
   s->has_workspace = extra == 2;

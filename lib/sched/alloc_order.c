@@ -38,7 +38,7 @@
  *     the operand's memory order (the merged axis would interleave two
  *     strides), and the result is row-major, the order reshape is defined
  *     in.
- *   full, iota: row-major (nothing to follow).
+ *   full, iota, symbol: row-major (nothing to follow).
  */
 #include "sched/pass.h"
 #include "sched/axis_map.h"
@@ -296,6 +296,7 @@ static void decide(const fz_op *op, int *order) {
     break;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
+  case FZ_KIND_SYMBOL:
     row_major(rank, order);
     break;
   }
@@ -311,7 +312,7 @@ static fz_status check_op(const fz_op *op, fz_error *err) {
                        "alloc-order: malformed op");
   const fz_op_info *info = &fz_op_table[op->code];
   if (info->kind == FZ_KIND_FULL || info->kind == FZ_KIND_IOTA ||
-      info->kind == FZ_KIND_UNARY || info->kind == FZ_KIND_CAST ||
+      info->kind == FZ_KIND_SYMBOL || info->kind == FZ_KIND_UNARY || info->kind == FZ_KIND_CAST ||
       info->kind == FZ_KIND_BINARY || info->kind == FZ_KIND_TERNARY ||
       info->kind == FZ_KIND_SET)
     return FZ_OK; /* operands of another rank are skipped */

@@ -13,6 +13,8 @@
  *   permute(permute(x))    -> permute(x) with the composed perm, or x
  *   reshape(reshape(x))    -> reshape(x); reshape(x) to x's own shape -> x
  *   op(literals...)        -> a literal, evaluated by the interpreter
+ *                             (a symbol read is not a literal: its value
+ *                             is known only at run time, so nothing folds)
  *   common subexpressions (cse.c), then dead ops.
  *
  * Semantics are preserved exactly; the interpreter is the judge, and the

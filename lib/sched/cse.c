@@ -88,6 +88,8 @@ static bool attrs_equal(const fz_op *a, const fz_op *b) {
   case FZ_KIND_IOTA:
     return scalar_equal(a->iota_start, b->iota_start, dtype) &&
            scalar_equal(a->iota_step, b->iota_step, dtype);
+  case FZ_KIND_SYMBOL: /* two reads of one symbol are one value */
+    return a->symbol == b->symbol;
   default:
     return true;
   }

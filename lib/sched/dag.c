@@ -319,6 +319,34 @@ static int64_t canon_stride(const fz_canon *c, int ci, const int64_t *ref) {
   return ref[c->axes[ci][c->num_axes[ci] - 1]];
 }
 
+/* The symbols the SYMBOL nodes read, each once, in node order, and their
+ * values in this problem: the plan passes them as parameters. */
+static void plan_symbols(fz_dag *d, fz_plan *p) {
+  int *symbols = NULL;
+  int64_t *values = NULL;
+  int count = 0;
+  for (int i = 0; i < d->num_nodes; i++) {
+    const fz_plan_node *n = &d->nodes[i];
+    if (n->kind != FZ_NODE_SYMBOL)
+      continue;
+    int s = 0;
+    while (s < count && symbols[s] != n->symbol)
+      s++;
+    if (s < count)
+      continue;
+    if (!symbols) {
+      int most = d->problem->fusion->num_symbols;
+      symbols = fz_arena_alloc(d->arena, sizeof *symbols * (size_t)most);
+      values = fz_arena_alloc(d->arena, sizeof *values * (size_t)most);
+    }
+    symbols[count] = n->symbol;
+    values[count++] = d->problem->symbols[n->symbol];
+  }
+  p->num_symbols = count;
+  p->symbols = symbols;
+  p->symbol_values = values;
+}
+
 void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p) {
   p->rank = c->rank;
   memcpy(p->extents, c->extents, sizeof p->extents);
@@ -333,6 +361,7 @@ void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p) {
   }
   p->num_nodes = d->num_nodes;
   p->nodes = d->nodes;
+  plan_symbols(d, p);
   for (int i = 0; i < d->num_nodes; i++) {
     fz_plan_node *n = &p->nodes[i];
     if (n->kind != FZ_NODE_IOTA)

@@ -340,6 +340,15 @@ static bool start(fz_dag *d, stack *s, int *done) {
       push_frame(s, in, d->maps[in->id], FZ_SPACE_FULL); /* moves f */
       return false;
     }
+    case FZ_KIND_SYMBOL: /* a rank-0 value, the same at every point */
+      *done = push_node(d,
+                        (fz_plan_node){.kind = FZ_NODE_SYMBOL,
+                                       .dtype = v->type.dtype,
+                                       .symbol = op->symbol,
+                                       .value = v,
+                                       .space = f->space},
+                        f->m);
+      return true;
     }
     *done = -1;
     return true;

@@ -173,6 +173,7 @@ bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *res,
     return false;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
+  case FZ_KIND_SYMBOL:
     break;
   }
   snprintf(why, why_size, "%s has no operand %d", fz_op_table[op->code].name,
@@ -262,6 +263,7 @@ bool fz_index_map_from_operand(const fz_op *op, int k,
   }
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
+  case FZ_KIND_SYMBOL:
     return false;
   }
   return false;

@@ -200,11 +200,23 @@ size_t fz_plan_counter_bytes(const fz_plan *p) {
   return 4 * (size_t)fz_plan_num_tiles(p);
 }
 
+int fz_plan_num_scalar_params(const fz_plan *p) {
+  return 1 + p->rank + p->num_accesses * (p->rank + 1) + p->num_symbols;
+}
+
 int fz_plan_num_params(const fz_plan *p) {
-  int n = p->num_accesses + 1 + p->rank + p->num_accesses * (p->rank + 1);
+  int n = p->num_accesses + fz_plan_num_scalar_params(p);
   if (has_workspace(p))
     n += 2;
   return n;
+}
+
+int fz_plan_symbol_param(const fz_plan *p, const fz_plan_node *n) {
+  for (int s = 0; s < p->num_symbols; s++)
+    if (p->symbols[s] == n->symbol)
+      return s;
+  FZ_DIE("symbol node reads symbol %d, which the plan does not pass",
+         n->symbol);
 }
 
 bool fz_plan_params_fit(const fz_plan *p, fz_reason *why) {
@@ -249,6 +261,8 @@ void fz_plan_scalar_params(const fz_plan *p, int64_t *out) {
       out[n++] = p->accesses[i].strides[k];
     out[n++] = p->accesses[i].offset;
   }
+  for (int s = 0; s < p->num_symbols; s++)
+    out[n++] = p->symbol_values[s];
 }
 
 static const char *kind_name(fz_plan_kind k) {
@@ -343,8 +357,17 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
                     fz_op_table[n->code].name, n->operands[0], dt,
                     fz_dtype_name(fz_reduce_acc_dtype(n->dtype)));
       break;
+    case FZ_NODE_SYMBOL: {
+      /* the key names the parameter, not the symbol: one kernel serves
+       * any symbol read from the same parameter */
+      int s = fz_plan_symbol_param(p, n);
+      fz_buf_printf(b, "  n%d = symbol s%d", i, s);
+      if (with_values)
+        fz_buf_printf(b, " (%s)", p->fusion->symbols[n->symbol].name);
+      fz_buf_printf(b, " : %s\n", dt);
+      break;
     }
-    (void)with_values;
+    }
   }
 }
 
@@ -449,5 +472,8 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       fz_buf_puts(b, " scalar");
     fz_buf_puts(b, "\n");
   }
+  for (int k = 0; k < p->num_symbols; k++)
+    fz_buf_printf(b, "  s%d = symbol %s = %" PRId64 " (parameter)\n", k,
+                  f->symbols[p->symbols[k]].name, p->symbol_values[k]);
   print_nodes(p, b, true);
 }

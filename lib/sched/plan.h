@@ -101,6 +101,7 @@ typedef enum fz_node_kind {
   FZ_NODE_OP,      /* unary/binary/ternary/cast on earlier nodes */
   FZ_NODE_STORE,   /* operands[0] -> access */
   FZ_NODE_REDUCE,  /* code (SUM/PROD/AMAX/AMIN) of operands[0] over R */
+  FZ_NODE_SYMBOL,  /* the i64 value bound to fusion symbol `symbol` */
 } fz_node_kind;
 
 /* The space a node of a reduction or persistent plan is computed in, set
@@ -132,6 +133,7 @@ typedef struct fz_plan_node {
   fz_scalar literal; /* LITERAL value; IOTA start */
   fz_scalar step;    /* IOTA */
   int64_t coeff[FZ_MAX_RANK]; /* IOTA */
+  int symbol;                 /* SYMBOL: index into fusion->symbols */
   const fz_value *value; /* the fusion value this node computes (printing) */
   /* Reduction plans: FULL nodes are evaluated at every point of the full
    * space (the prologue, feeding REDUCE nodes, and full-space stores) and
@@ -223,7 +225,17 @@ typedef struct fz_plan {
    * row's loads; row-constant inputs (mean, rstd) are loaded a row ahead
    * into registers. Dynamic shared memory: fz_plan_shared_bytes. */
   bool prefetch;
+  /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
+   * order of the nodes that first read them, and their bound values:
+   * kernel parameters like the extents (fz_plan_symbol_param gives a
+   * node's), so they are not part of fz_plan_key. */
+  int num_symbols;
+  const int *symbols;
+  const int64_t *symbol_values;
 } fz_plan;
+
+/* Which of plan->symbols a SYMBOL node reads (its position there). */
+int fz_plan_symbol_param(const fz_plan *plan, const fz_plan_node *node);
 
 /* Whether access `a` is one a prefetching plan copies ahead: an input
  * read in the full space that varies along the rows and the columns. */
@@ -244,7 +256,10 @@ enum { FZ_PLAN_MAX_PHASES = 64 };
 /* ---- kernel parameters: the one place lowering and launch agree ------- *
  * Order: one pointer per access (same order as plan->accesses), then the
  * group count (i64), then extents[0..rank) (i64), then for each access
- * strides[0..rank) and its offset (i64); then, for reduction plans with
+ * strides[0..rank) and its offset (i64), then the values of the symbols
+ * the plan reads, symbol_values[0..num_symbols) (i64; none for a plan
+ * without SYMBOL nodes, whose parameters stay as they were); then, for
+ * reduction plans with
  * split > 1 and for the cooperative persistent plans whose column
  * reductions meet across the grid (fz_plan_has_grid_columns), the
  * workspace pointer and the counters pointer. For reduction plans the
@@ -267,9 +282,11 @@ int fz_plan_num_params(const fz_plan *plan);
 void fz_plan_launch_shape(const fz_plan *plan, unsigned grid[3],
                           unsigned block[3]);
 size_t fz_plan_shared_bytes(const fz_plan *plan);
-/* Fill the i64 scalars in order: the group count, the extents, each
- * access's strides and offset (the parameters between the access pointers
- * and the workspace pointers). */
+/* The i64 scalars, the parameters between the access pointers and the
+ * workspace pointers: how many, and their values in order (the group
+ * count, the extents, each access's strides and offset, the symbols'
+ * values). */
+int fz_plan_num_scalar_params(const fz_plan *plan);
 void fz_plan_scalar_params(const fz_plan *plan, int64_t *out);
 /* The number of groups (`vector` elements each) in the whole space. */
 int64_t fz_plan_num_groups(const fz_plan *plan);

@@ -142,6 +142,18 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
                  store ? "store" : "load", i, n->num_operands, store ? 1 : 0);
     return FZ_OK;
   }
+  case FZ_NODE_SYMBOL: {
+    bool passed = false;
+    for (int k = 0; k < p->num_symbols; k++)
+      passed |= p->symbols[k] == n->symbol;
+    if (!passed)
+      return bad(err, "symbol n%d reads symbol %d, which the plan does not "
+                      "pass",
+                 i, n->symbol);
+    if (n->dtype != FZ_I64 || n->num_operands != 0)
+      return bad(err, "symbol n%d is not an i64 without operands", i);
+    return FZ_OK;
+  }
   case FZ_NODE_LITERAL:
   case FZ_NODE_IOTA:
     if (n->num_operands != 0)
@@ -382,6 +394,36 @@ static fz_status verify_transpose(const fz_plan *p, fz_error *err) {
   return FZ_OK;
 }
 
+/* ---- symbols ------------------------------------------------------------- */
+
+/* The symbols a plan passes are distinct symbols of its fusion, each read
+ * by a SYMBOL node: the key, which names the nodes' parameters and not
+ * plan->symbols, then tells how many parameters the kernel takes. */
+static fz_status verify_symbols(const fz_plan *p, fz_error *err) {
+  if (p->num_symbols == 0)
+    return FZ_OK;
+  int in_fusion = p->fusion ? p->fusion->num_symbols : 0;
+  if (p->num_symbols < 0 || p->num_symbols > in_fusion || !p->symbols ||
+      !p->symbol_values)
+    return bad(err, "the plan passes %d symbols of a fusion of %d",
+               p->num_symbols, in_fusion);
+  for (int k = 0; k < p->num_symbols; k++) {
+    int s = p->symbols[k];
+    bool read = false;
+    for (int i = 0; i < p->num_nodes; i++)
+      read |= p->nodes[i].kind == FZ_NODE_SYMBOL && p->nodes[i].symbol == s;
+    for (int j = 0; j < k; j++)
+      if (p->symbols[j] == s)
+        return bad(err, "the plan passes symbol %d twice (s%d, s%d)", s, j,
+                   k);
+    if (s < 0 || s >= in_fusion || !read)
+      return bad(err, "the plan passes symbol %d as s%d, which %s", s, k,
+                 s < 0 || s >= in_fusion ? "is no symbol of its fusion"
+                                         : "no node reads");
+  }
+  return FZ_OK;
+}
+
 /* ---- entry --------------------------------------------------------------- */
 
 fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
@@ -400,6 +442,8 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
   for (int i = 0; i < p->num_accesses; i++)
     if ((st = verify_access(p, i, err)))
       return st;
+  if ((st = verify_symbols(p, err)))
+    return st;
   /* persistent plans: whether each node varies along a row */
   st = FZ_OK;
   bool *along = NULL;

@@ -240,10 +240,10 @@ static fz_status sort_reads(const fz_seg_ctx *c, const fz_value **reads,
 
 /* The values the group reads from outside it, in read_key order, then the
  * inputs that only bind symbols: a symbol that only the group's ops name
- * (the shape of a full, reshape or expand) is bound by no input of the
- * group; a parent input that carries it becomes an input of the segment,
- * unread, so that the segment binds its symbols from its inputs like any
- * fusion. */
+ * (the shape of a full, reshape or expand; a symbol read) is bound by no
+ * input of the group; a parent input that carries it becomes an input of
+ * the segment, unread, so that the segment binds its symbols from its
+ * inputs like any fusion. */
 static fz_status collect_reads(fz_seg_ctx *c, const int *ops, int num_ops,
                                const fz_value ***out, int *count,
                                fz_error *err) {
@@ -264,6 +264,8 @@ static fz_status collect_reads(fz_seg_ctx *c, const int *ops, int num_ops,
       reads[n++] = v;
     }
     each_symbol(c, &op->result->type, need_symbol, &need);
+    if (op->code == FZ_OP_SYMBOL) /* reads its symbol's value */
+      need_symbol(c, op->symbol, &need);
   }
   if (sort_reads(c, reads, n, err) != FZ_OK) {
     free(reads);

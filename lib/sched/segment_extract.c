@@ -29,6 +29,7 @@ static void attrs_of(const fz_op *op, fz_attrs *a) {
   a->iota_start = op->iota_start;
   a->iota_step = op->iota_step;
   a->has_iota_start = a->has_iota_step = true;
+  a->symbol = op->symbol; /* the same index: symbols are copied in order */
 }
 
 static fz_value *copy_literal(fz_fusion *f, const fz_value *v) {

@@ -374,6 +374,8 @@ static double predict_bound(gen *g, fz_opcode code, int n,
   case FZ_OP_FULL:
     return fz_dtype_is_float(t->dtype) ? fabs(at->fill.f)
                                        : fabs((double)at->fill.i);
+  case FZ_OP_SYMBOL:
+    return (double)g->o.max_extent;
   case FZ_OP_IOTA: {
     bool fl = fz_dtype_is_float(t->dtype);
     double start = fl ? at->iota_start.f : (double)at->iota_start.i;
@@ -1227,8 +1229,22 @@ static fz_value *act_reduce(gen *g) {
   return tame(g, r);
 }
 
-/* iota along one base axis, or full of a base-like shape. */
+/* A value plus a symbol read (the size of a symbolic base axis, an i64
+ * scalar read at run time). */
+static fz_value *symbol_sum(gen *g) {
+  int i = below(g, g->rank);
+  if (g->ext[i].symbol < 0)
+    return NULL;
+  fz_attrs at = {.symbol = g->ext[i].symbol};
+  fz_value *s = mk(g, FZ_OP_SYMBOL, 0, NULL, &at);
+  return s ? tame(g, mk2(g, FZ_OP_ADD, pick(g), s)) : NULL;
+}
+
+/* iota along one base axis, full of a base-like shape, or a symbol read
+ * added to a value. */
 static fz_value *act_generator(gen *g) {
+  if (chance(g, 25))
+    return symbol_sum(g);
   if (chance(g, 50)) {
     int i = below(g, g->rank);
     fz_dtype d = random_dtype(g, false);
@@ -1475,7 +1491,7 @@ fz_fusion *fz_random_fusion(uint64_t seed, const fz_random_options *opts) {
   int target = 3 + below(&g, g.o.max_ops - 2);
   g.op_limit = 2 * target + 12;
   /* unary, binary, ternary, cast, reshape, permute, other shape ops,
-   * reduction, iota/full */
+   * reduction, iota/full/symbol */
   int weights[] = {20, 30, 9, 7, 6, 5, 8, g.reduce ? 12 : 0, 3};
   for (int tries = 0; g.f->num_ops < target && tries < 400; tries++) {
     int action = weighted(&g, weights, 9);

@@ -32,8 +32,10 @@ torch.cuda.current_stream().
 
 A `Size` (`x.size(1)`, `x.shape[1]`) stands for a run-time size: in
 reshape/expand/full/iota shapes it is the axis' extent (a symbol), and as
-an operand (`x / x.size(1)`, `mean`) its value is baked into the fusion,
-which is then rebuilt for each distinct value.
+an operand (`x / x.size(1)`, `mean`'s count) it is read at run time
+(`symbol N`), so the fusion still serves every size. Only a reshape that
+symbols cannot express ([N, K] -> [N*K]) makes the definition static: from
+then on each call builds for its exact sizes.
 """
 
 import ctypes
@@ -78,10 +80,9 @@ class _Input:
 class _Built:
     """A C fusion and its executor for one pattern of symbols."""
 
-    def __init__(self, fusion, executor, deps, text):
+    def __init__(self, fusion, executor, text):
         self.fusion = fusion
         self.executor = executor
-        self.deps = deps
         self.text = text
 
 
@@ -174,8 +175,7 @@ class FusionDefinition:
         self._outputs = []   # (Tensor, alloc_order or None)
         self._defining = False
         self._done = False
-        self._deps = {}      # pattern -> symbols baked in
-        self._built = {}     # (pattern, baked sizes) -> _Built
+        self._built = {}     # (pattern, device) -> _Built
         self._calls = {}     # exact signature -> _Call
         self._lock = threading.Lock()
         self._last = None
@@ -270,9 +270,9 @@ class FusionDefinition:
     # -- building
 
     def _pattern(self, args):
-        """The symbol pattern of these inputs and the sizes of the
-        symbols. An axis of a -1 extent is named by its size (or is that
-        size, once the fusion is static)."""
+        """The symbol pattern of these inputs (checking that a named
+        symbol has one size in a call). An axis of a -1 extent is named
+        by its size (or is that size, once the fusion is static)."""
         if len(args) != len(self._inputs):
             raise ValueError("fusion %s takes %d inputs, got %d"
                              % (self.name, len(self._inputs), len(args)))
@@ -311,7 +311,6 @@ class FusionDefinition:
                 elif e == -1 and n != 1:
                     if n not in by_size:
                         by_size[n] = "_S%d" % len(by_size)
-                        sizes[by_size[n]] = n
                     codes.append(_lib.FZ_EXTENT_SYMBOL)
                     names.append(by_size[n])
                 elif e in (-1, 1):
@@ -332,12 +331,12 @@ class FusionDefinition:
             contig = _contiguity(a.shape, a.stride(), order)
             pattern.append((spec.dtype, tuple(codes), tuple(names),
                             tuple(order), tuple(contig)))
-        return tuple(pattern), sizes
+        return tuple(pattern)
 
-    def _build(self, pattern, sizes):
+    def _build(self, pattern):
         lib = _lib.lib()
         fusion = lib.fz_fusion_create(self.name.encode())
-        b = _Build(lib, fusion, sizes, self._static)
+        b = _Build(lib, fusion, self._static)
         try:
             for spec, p in zip(self._inputs, pattern):
                 name = spec.name.encode() if spec.name else None
@@ -380,7 +379,7 @@ class FusionDefinition:
             text_str = ctypes.string_at(text).decode() if text else ""
             if text:
                 _lib.free(text)
-            return fusion, b.deps, text_str
+            return fusion, text_str
         except BaseException:
             lib.fz_fusion_destroy(fusion)
             raise
@@ -436,21 +435,18 @@ class FusionDefinition:
             if dtype_name(a.dtype) != spec.dtype:
                 raise TypeError("an input is %s, the fusion declares %s"
                                 % (a.dtype, spec.dtype))
-        pattern, sizes = self._pattern(args)
-        key1 = (pattern, dev.index)
-        built = None
-        deps = self._deps.get(key1)
-        if deps is not None:
-            built = self._built.get((key1, tuple(sizes[d] for d in deps)))
+        pattern = self._pattern(args)
+        key = (pattern, dev.index)
+        built = self._built.get(key)
         if built is None:
             try:
-                fusion, deps, text = self._build(pattern, sizes)
+                fusion, text = self._build(pattern)
             except _NeedStatic:
                 # From now on every call builds for its exact sizes.
                 self._static = True
-                pattern, sizes = self._pattern(args)
-                key1 = (pattern, dev.index)
-                fusion, deps, text = self._build(pattern, sizes)
+                pattern = self._pattern(args)
+                key = (pattern, dev.index)
+                fusion, text = self._build(pattern)
             lib = _lib.lib()
             ex = ctypes.c_void_p()
             err = _lib.Error()
@@ -464,9 +460,8 @@ class FusionDefinition:
                 lib.fz_executor_destroy(ex)
                 lib.fz_fusion_destroy(fusion)
                 raise
-            built = _Built(fusion, ex, deps, text)
-            self._deps[key1] = deps
-            self._built[(key1, tuple(sizes[d] for d in deps))] = built
+            built = _Built(fusion, ex, text)
+            self._built[key] = built
 
         n = len(args)
         inputs = (_lib.DeviceTensor * max(1, n))()

@@ -111,16 +111,13 @@ class Tensor:
 
 class _Build:
     """One replay of the recording into a C fusion, for one pattern of
-    symbols. sizes maps symbol names to this call's sizes (for Size
-    operands, which are baked in; deps lists the symbols so used)."""
+    symbols (static: every extent is a constant)."""
 
-    def __init__(self, lib, fusion, sizes, static):
+    def __init__(self, lib, fusion, static):
         self.lib = lib
         self.fusion = fusion
-        self.sizes = sizes
         self.static = static
         self.values = {}
-        self.deps = []
         self.err = _lib.Error()
 
     def check(self, ptr, what):
@@ -144,14 +141,49 @@ class _Build:
         name = symbol.value.decode() if symbol.value else None
         return extent.value, name, broadcast.value
 
-    def size_value(self, size):
-        """The concrete size a Size stands for in this call."""
+    def size_operand(self, size):
+        """A Size as an operand: a constant extent is an integer literal;
+        a symbol's is `symbol N`, its value read at run time (an i64
+        zero-dim tensor), so that the fusion serves every size."""
         extent, name, _ = self.axis(self.values[size.tensor.index], size.axis)
         if extent >= 0:
-            return extent
-        if name not in self.deps:
-            self.deps.append(name)
-        return self.sizes[name]
+            return self.lib.fz_literal_int(self.fusion, extent)
+        return self.check(self.lib.fz_build_symbol(
+            self.fusion, name.encode(), ctypes.byref(self.err)), "size")
+
+    def weak_sizes(self, operands, vals):
+        """vals (the C values of a pointwise op's operands) with each Size
+        that became a symbol read cast so that the op promotes as PyTorch
+        promotes a Python int. A symbol read is an i64 zero-dim tensor
+        where PyTorch's size is weak; the two give the same dtype except
+        when the op's integer operands are all zero-dim and narrower than
+        i64 (an i32 scalar plus x.size(0) is i32 in PyTorch): then the
+        read is cast to the widest of them, which is the conversion the
+        weak int would have had."""
+        lib = self.lib
+        floats = ("f64", "f32", "f16", "bf16")
+        zero_dim_ints = []
+        for x, v in zip(operands, vals):
+            if not isinstance(x, Tensor):
+                continue
+            name = _lib.DTYPE_NAMES[lib.fz_value_dtype(v)]
+            if name in floats or (name != "bool" and
+                                  lib.fz_value_rank(v) > 0):
+                return vals
+            if name != "bool":
+                zero_dim_ints.append(name)
+        if not zero_dim_ints or "i64" in zero_dim_ints:
+            return vals
+        to = _lib.DTYPES["i32" if "i32" in zero_dim_ints else "i8"][0]
+        out = []
+        for x, v in zip(operands, vals):
+            if isinstance(x, Size) and lib.fz_value_dtype(v) == \
+                    _lib.DTYPES["i64"][0] and lib.fz_value_rank(v) == 0 and \
+                    self.axis(self.values[x.tensor.index], x.axis)[0] < 0:
+                v = self.check(lib.fz_cast(self.fusion, v, to,
+                                           ctypes.byref(self.err)), "size")
+            out.append(v)
+        return out
 
     def size_extent(self, size):
         """A Size as an extent entry: (code, symbol name)."""
@@ -181,12 +213,12 @@ class _Build:
 
     def value(self, x):
         """The C value of an operand: a Tensor, a Python number (a weak
-        literal, as in PyTorch) or a Size (its value, baked in)."""
+        literal, as in PyTorch) or a Size (see size_operand)."""
         lib = self.lib
         if isinstance(x, Tensor):
             return self.values[x.index]
         if isinstance(x, Size):
-            return lib.fz_literal_int(self.fusion, self.size_value(x))
+            return self.size_operand(x)
         if isinstance(x, bool):
             return lib.fz_literal_bool(self.fusion, x)
         if isinstance(x, int):
@@ -270,6 +302,7 @@ class Ops:
                     v = b.check(b.lib.fz_broadcast(b.fusion, v, ndim - r, dims,
                                                    ctypes.byref(b.err)), op)
                 vals.append(v)
+            vals = b.weak_sizes(operands, vals)
             return b.lib.fz_build_pointwise(b.fusion, op.encode(), len(vals),
                                             _lib.pointers(vals),
                                             ctypes.byref(b.err))
@@ -347,26 +380,45 @@ class Ops:
     min = amin
 
     def mean(self, x, dims=None, keepdim=False):
-        """sum / (number of elements reduced), as torch.mean: the count is
-        baked into the fusion, which is rebuilt per distinct count."""
+        """sum / (number of elements reduced), as torch.mean. The count is
+        the product of the reduced extents: constants multiply into one
+        literal (all of it, when every extent is constant), and each
+        symbol's is read at run time (`symbol N`), so that one fusion
+        serves every size. The sum is a dimensioned tensor or, over every
+        axis, a zero-dim one of a float dtype or i64: either way the i64
+        count does not change the quotient's dtype from the literal's."""
         if isinstance(dims, int):
             dims = [dims]
         if dims is None or (not dims and x.ndim):  # dim=[]: every axis
             dims = list(range(x.ndim))
         dims = _norm_dims(dims, x.ndim, "mean")
         s = self._reduce("sum", x, dims, keepdim)
-        count = [Size(x, d) for d in dims]
         fd = self._fd
 
         def build(b):
-            n = 1
-            for c in count:
-                n *= b.size_value(c)
-            return b.lib.fz_build_pointwise(
-                b.fusion, b"div", 2,
-                _lib.pointers([b.values[s.index],
-                               b.lib.fz_literal_int(b.fusion, n)]),
-                ctypes.byref(b.err))
+            lib, err = b.lib, ctypes.byref(b.err)
+            constant, count = 1, None
+            for d in dims:
+                extent, name, _ = b.axis(b.values[x.index], d)
+                if extent >= 0:
+                    constant *= extent
+                    continue
+                n = b.check(lib.fz_build_symbol(b.fusion, name.encode(), err),
+                            "mean")
+                count = n if count is None else b.check(
+                    lib.fz_build_pointwise(b.fusion, b"mul", 2,
+                                           _lib.pointers([count, n]), err),
+                    "mean")
+            c = lib.fz_literal_int(b.fusion, constant)
+            if count is None:
+                count = c
+            elif constant != 1:
+                count = b.check(lib.fz_build_pointwise(
+                    b.fusion, b"mul", 2, _lib.pointers([count, c]), err),
+                    "mean")
+            return lib.fz_build_pointwise(
+                b.fusion, b"div", 2, _lib.pointers([b.values[s.index], count]),
+                err)
         return fd._record(s.ndim, "mean", build)
 
     # -- casts and shape ops

@@ -156,6 +156,22 @@ def test_output_layout_and_scalar():
     close(y2, x * -3.0, 0, 0, "x * alpha, second call")
 
 
+def test_sizes_are_run_time_values():
+    """mean's count and a size as an operand are read at run time (`symbol
+    N`): one build (fusion and executor) serves both shapes."""
+    with fz.FusionDefinition("sizes") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=torch.float32)
+        fd.add_output(fd.ops.mean(x, dims=[1]))
+        fd.add_output(x / x.size(1))
+    for m, n in ((300, 517), (64, 4099)):
+        x = rand(m, n)
+        mean, scaled = fd.execute([x])
+        close(mean, x.mean(1), 1e-5, 1e-6, "mean over %d columns" % n)
+        close(scaled, x / n, 1e-6, 1e-30, "x / x.size(1) for %d columns" % n)
+    assert len(fd._built) == 1, "%d builds for two shapes" % len(fd._built)
+    assert "symbol" in fd._last.text, fd._last.text
+
+
 def _full_sum():
     """A sum long enough to be split across blocks: its kernel takes a
     workspace and counters, fz's scratch memory."""

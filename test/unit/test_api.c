@@ -265,6 +265,33 @@ START_TEST(reshape_from_sizes) {
 }
 END_TEST
 
+START_TEST(symbol_reads_by_name) {
+  fz_fusion *f = fz_fusion_create("t");
+  input_nk(f, "x");
+  fz_error err = {0};
+  fz_value *k = ok(fz_build_symbol(f, "K", &err), &err);
+  ck_assert_type(f, k, "i64");
+  ck_assert_int_eq(k->def->code, FZ_OP_SYMBOL);
+  ck_assert_int_eq(k->def->symbol, fz_fusion_find_symbol(f, "K"));
+
+  /* Only symbols an input names, and only named ones, can be read. */
+  int anonymous = fz_fusion_symbol(f, NULL);
+  snapshot before = snap(f);
+  ck_assert_ptr_null(fz_build_symbol(f, "Z", &err));
+  ck_assert_err(err, "symbol: \"Z\" is not a symbol of @t");
+  ck_assert_ptr_null(fz_build_symbol(f, NULL, &err));
+  ck_assert_int_eq(err.status, FZ_ERR_INVALID);
+  ck_assert_ptr_null(fz_read_symbol(f, anonymous, &err));
+  ck_assert_err(err, "is anonymous");
+  ck_assert_ptr_null(fz_read_symbol(f, 99, &err));
+  ck_assert_err(err, "symbol 99 is not a symbol of the fusion");
+  ck_assert_unchanged(f, before);
+  ck_assert_ptr_null(fz_build_symbol(NULL, "K", &err));
+  ck_assert_int_eq(err.status, FZ_ERR_ARGUMENT);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 START_TEST(full_and_iota_from_sizes) {
   fz_fusion *f = fz_fusion_create("t");
   input_nk(f, "x");
@@ -595,6 +622,7 @@ static Suite *make(void) {
   tcase_add_test(tc, expand_from_sizes);
   tcase_add_test(tc, reshape_from_sizes);
   tcase_add_test(tc, full_and_iota_from_sizes);
+  tcase_add_test(tc, symbol_reads_by_name);
   tcase_add_test(tc, reading_the_interface);
   tcase_add_test(tc, naming_values);
   tcase_add_test(tc, built_fusion_round_trips_through_text);

@@ -514,6 +514,25 @@ START_TEST(test_cse_distinct_kept) {
 }
 END_TEST
 
+/* Two reads of one symbol are one value; reads of two symbols are two,
+ * and none folds to a literal: the value is known only at run time. */
+START_TEST(test_cse_symbol_reads) {
+  fz_fusion *f = canon("fusion @f(%x: f32[N, K]) {\n"
+                       "  %a = symbol K : i64\n"
+                       "  %b = symbol K : i64\n"
+                       "  %c = symbol N : i64\n"
+                       "  %p = mul %a, %b : i64\n"
+                       "  %q = mul %p, %c : i64\n"
+                       "  %r = add %q, 1 : i64\n"
+                       "  return %r\n"
+                       "}\n");
+  ck_assert_int_eq(count_ops(f, FZ_OP_SYMBOL), 2);
+  ck_assert_int_eq(count_ops(f, FZ_OP_MUL), 2);
+  ck_assert_ptr_eq(f->ops[2]->operands[0], f->ops[2]->operands[1]);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 START_TEST(test_cse_pass_alone) {
   fz_fusion *f = check_pass_preserves(
       test_parse("fusion @f(%x: f32[N]) {\n"
@@ -813,6 +832,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_literal_output_kept);
   tcase_add_test(tc, test_cse);
   tcase_add_test(tc, test_cse_distinct_kept);
+  tcase_add_test(tc, test_cse_symbol_reads);
   tcase_add_test(tc, test_cse_pass_alone);
   tcase_add_test(tc, test_output_layout_kept);
   tcase_add_test(tc, test_idempotent);

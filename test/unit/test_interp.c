@@ -1003,6 +1003,57 @@ START_TEST(scalar_inputs_and_outputs) {
 }
 END_TEST
 
+/* symbol reads are the sizes the inputs bind: a row mean divides by K,
+ * and N * K is the element count. */
+START_TEST(symbol_reads_are_bound_sizes) {
+  const char *text = "fusion @t(%x: f32[N, K]) {\n"
+                     "  %s = sum %x dims(1) : f32[N]\n"
+                     "  %k = symbol K : i64\n"
+                     "  %m = div %s, %k : f32[N]\n"
+                     "  %n = symbol N : i64\n"
+                     "  %c = mul %n, %k : i64\n"
+                     "  return %m, %c\n"
+                     "}\n";
+  float x[6] = {1, 2, 3, 4, 5, 6}, m[3];
+  int64_t c;
+  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 3, 2)};
+  fz_host_tensor out[2] = {ht(FZ_F32, m, 1, 3), ht(FZ_I64, &c, 0)};
+  run_ok(text, in, 1, out, 2);
+  ck_assert_float_eq(m[0], 1.5f);
+  ck_assert_float_eq(m[2], 5.5f);
+  ck_assert_int_eq(c, 6);
+  /* The same fusion at another size reads the new sizes. */
+  fz_host_tensor in2[1] = {ht(FZ_F32, x, 2, 2, 3)};
+  fz_host_tensor out2[2] = {ht(FZ_F32, m, 1, 2), ht(FZ_I64, &c, 0)};
+  run_ok(text, in2, 1, out2, 2);
+  ck_assert_float_eq(m[0], 2.0f);
+  ck_assert_float_eq(m[1], 5.0f);
+  ck_assert_int_eq(c, 6);
+}
+END_TEST
+
+/* A symbol that no input names has no value to read. */
+START_TEST(symbol_read_needs_a_binding) {
+  fz_fusion *f = test_parse("fusion @t(%x: f32[N]) {\n"
+                            "  %y = neg %x : f32[N]\n"
+                            "  return %y\n"
+                            "}\n");
+  fz_error err = {0};
+  fz_value *m = fz_read_symbol(f, fz_fusion_symbol(f, "M"), &err);
+  ck_assert_msg(m != NULL, "%s", err.message);
+  m->name = "m";
+  ck_assert_int_eq(fz_add_output(f, m, &err), FZ_OK);
+  float x[2] = {1, 2}, y[2];
+  int64_t v;
+  fz_host_tensor in[1] = {ht(FZ_F32, x, 1, 2)};
+  fz_host_tensor out[2] = {ht(FZ_F32, y, 1, 2), ht(FZ_I64, &v, 0)};
+  ck_assert_int_eq(fz_interpret(f, in, 1, out, 2, &err), FZ_ERR_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "%m: symbol M is not bound by any input"),
+                "%s", err.message);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 /* ---- reductions ---------------------------------------------------------- */
 
 /* x[i][j][k] = 12i + 4j + k over f32[2, 3, 4]. */
@@ -1614,6 +1665,8 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, promotion_results);
   tcase_add_test(tc, intermediates_hold_only_their_dtype);
   tcase_add_test(tc, scalar_inputs_and_outputs);
+  tcase_add_test(tc, symbol_reads_are_bound_sizes);
+  tcase_add_test(tc, symbol_read_needs_a_binding);
   tcase_add_test(tc, sum_over_each_axis);
   tcase_add_test(tc, prod_amax_amin);
   tcase_add_test(tc, amax_amin_propagate_nan);

@@ -477,6 +477,32 @@ START_TEST(test_two_reductions_scalars) {
 }
 END_TEST
 
+/* Symbol reads in a segment of their own (a rank-0 output keeps them out
+ * of the reduction's): the segment takes an input that binds the symbols
+ * it reads, so that it runs like any fusion, and every segment computes
+ * with the run's sizes. */
+START_TEST(test_symbol_reads) {
+  fz_fusion *f = test_parse("fusion @sizes(%x: f32[N, K]) {\n"
+                            "  %s = sum %x dims(1) : f32[N]\n"
+                            "  %k = symbol K : i64\n"
+                            "  %kf = cast %k : f32\n"
+                            "  %m = div %s, %kf : f32[N]\n"
+                            "  %n = symbol N : i64\n"
+                            "  %y = mul %x, %n : f32[N, K]\n"
+                            "  %c = mul %n, %k : i64\n"
+                            "  return %m, %y, %c\n"
+                            "}\n");
+  int64_t big[2] = {1000, 300}, small[2] = {7, 5};
+  outcome r = segment_and_check(f, big, small, 13, "sizes");
+  ck_assert_msg(r.status == FZ_OK, "%s", r.message);
+  ck_assert_int_eq(r.segments, 2);
+  ck_assert_msg(strstr(r.printed, "ops %k %kf %n %c\n    in %x\n"), "%s",
+                r.printed);
+  free(r.printed);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static char *read_file(const char *path) {
   FILE *fp = fopen(path, "rb");
   ck_assert_msg(fp != NULL, "cannot open %s", path);
@@ -647,6 +673,7 @@ static Suite *make(void) {
   tcase_add_test(t, test_softmax_long_rows);
   tcase_add_test(t, test_outputs_used_inside_and_copies);
   tcase_add_test(t, test_two_reductions_scalars);
+  tcase_add_test(t, test_symbol_reads);
   tcase_add_test(t, test_einsum_example);
   tcase_add_test(t, test_errors);
   tcase_add_test(t, test_random_fusions);

@@ -118,6 +118,21 @@ START_TEST(symbol_out_of_range) {
 }
 END_TEST
 
+/* A pass that renumbers symbols must keep symbol reads pointing at one. */
+START_TEST(symbol_read_of_no_symbol) {
+  sample t = make_sample();
+  fz_error err = {0};
+  fz_value *n = fz_read_symbol(t.f, 0, &err);
+  ck_assert_msg(n != NULL, "%s", err.message);
+  n->name = "n";
+  expect_valid(t.f);
+  n->def->symbol = 7;
+  expect_invalid(t.f, "%n: symbol: symbol 7 is not a symbol of the fusion "
+                      "(it has 1)");
+  fz_fusion_destroy(t.f);
+}
+END_TEST
+
 START_TEST(negative_extent) {
   sample t = make_sample();
   t.m->type.axes[1].extent = fz_const_extent(-2);
@@ -427,6 +442,7 @@ static Suite *make(void) {
   tcase_add_test(tc, input_can_be_an_output);
   tcase_add_test(tc, null_fusion_is_an_argument_error);
   tcase_add_test(tc, symbol_out_of_range);
+  tcase_add_test(tc, symbol_read_of_no_symbol);
   tcase_add_test(tc, negative_extent);
   tcase_add_test(tc, broadcast_extent_must_be_one);
   tcase_add_test(tc, no_reduction_axes_in_values);

@@ -720,14 +720,12 @@ def dry_build(translation):
     lib = _lib.lib()
     try:
         try:
-            pattern, sizes = fd._pattern(args)
-            fusion, _, text = fd._build(pattern, sizes)
+            fusion, text = fd._build(fd._pattern(args))
         except Exception as e:
             if type(e).__name__ != "_NeedStatic":
                 raise
             fd._static = True
-            pattern, sizes = fd._pattern(args)
-            fusion, _, text = fd._build(pattern, sizes)
+            fusion, text = fd._build(fd._pattern(args))
     except Unsupported:
         raise
     except Exception as e:
