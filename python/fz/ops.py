@@ -391,8 +391,12 @@ class Ops:
             dims = [dims]
         if dims is None or (not dims and x.ndim):  # dim=[]: every axis
             dims = list(range(x.ndim))
-        dims = _norm_dims(dims, x.ndim, "mean")
-        s = self._reduce("sum", x, dims, keepdim)
+        if x.ndim == 0:  # as torch: 0 and -1 name a scalar; a count of 1
+            s = self._reduce("sum", x, dims, keepdim)
+            dims = []
+        else:
+            dims = _norm_dims(dims, x.ndim, "mean")
+            s = self._reduce("sum", x, dims, keepdim)
         fd = self._fd
 
         def build(b):

@@ -208,7 +208,7 @@ def _plan_reduce(entry, sample):
         extra["dtype"] = dtype
     n = 1
     for d in dims:
-        n *= x.shape[d]
+        n *= x.shape[d] if x.dim() else 1  # a 0-dim tensor is one element
     name = entry.fz
     whole = dim is None
     return ([x], lambda ops, v: getattr(ops, name)(
@@ -225,7 +225,7 @@ def _operand_key(v):
     return ("n", type(v).__name__, repr(v))
 
 
-def check_operands(operands, pointwise, condition=None):
+def check_operands(operands, pointwise, condition=None, rank0_ok=False):
     """The tensors among operands, and whether all of them are 0-dim;
     Unsupported for operands fz cannot take. `condition` is the index of
     an operand that takes no part in type promotion (where's)."""
@@ -246,7 +246,7 @@ def check_operands(operands, pointwise, condition=None):
         else:
             raise Unsupported("a %s operand" % type(v).__name__)
     zero = [t for t in tensors if t.dim() == 0]
-    if zero and not pointwise:
+    if zero and not pointwise and not rank0_ok:
         raise Unsupported("0-dim input")
     # Lifted to [1], a 0-dim tensor would promote as a ranked one: that
     # changes nothing where the ranked operands already have its dtype.
@@ -260,9 +260,10 @@ def check_operands(operands, pointwise, condition=None):
 
 
 def run_fz(entry, operands, call, pointwise, key, cache):
-    tensors, all_zero = check_operands(
-        operands, pointwise, 0 if entry.kind == "where" else None)
     rank0 = 0 if entry.kind == "reduce" else 1
+    tensors, all_zero = check_operands(
+        operands, pointwise, 0 if entry.kind == "where" else None,
+        rank0_ok=rank0 == 0)
     ckey = (entry.fz, entry.torch, key,
             tuple(_operand_key(v) for v in operands))
     fd = cache.get(ckey)
@@ -270,10 +271,12 @@ def run_fz(entry, operands, call, pointwise, key, cache):
         fd = fz.FusionDefinition(entry.fz)
         try:
             with fd:
-                # a reduction's 0-dim input stays rank 0 (fz reduces
-                # rank-0 tensors as PyTorch does); elsewhere [1]
-                vals = [fd.define_tensor([-1] * max(rank0, v.dim()),
-                                         dtype=v.dtype)
+                # a reduction's 0-dim input stays rank 0, a scalar input
+                # (fz reduces rank-0 values as PyTorch does); elsewhere [1]
+                vals = [(fd.define_scalar(v.dtype) if v.dim() == 0
+                         and rank0 == 0 else
+                         fd.define_tensor([-1] * max(rank0, v.dim()),
+                                          dtype=v.dtype))
                         if isinstance(v, torch.Tensor) else v
                         for v in operands]
                 fd.add_output(call(fd.ops, vals))
