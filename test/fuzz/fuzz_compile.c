@@ -273,6 +273,12 @@ static void compile_fusion(fz_fusion *f, draw *d) {
   if (!fits(f, symbols))
     for (int s = 0; s < f->num_symbols; s++)
       symbols[s] = 1 + (int64_t)(next(d) % 8);
+  /* The executor binds nothing whose sizes overflow (fz_check_sizes):
+   * neither does the harness, whose later stages multiply unchecked. */
+  if (fz_check_sizes(f, symbols, FZ_ERR_ARGUMENT, NULL) != FZ_OK) {
+    fz_arena_destroy(arena);
+    return;
+  }
   fz_tensor_desc *in =
       fz_arena_alloc(arena, sizeof *in * (size_t)(f->num_inputs + 1));
   fz_tensor_desc *out =

@@ -63,6 +63,11 @@ static fz_status make_problem(fz_fusion *f, const fo_options *o, FILE *out,
                               stage_problem *sp, fz_error *err) {
   sp->arena = fz_arena_create();
   fz_status st = fo_bind_symbols(f, o, out, &sp->symbols, err);
+  /* The schedulers multiply sizes unchecked, as they may after the
+   * executor's binding: every value's element count must fit in int64
+   * at the bound sizes. */
+  if (!st)
+    st = fz_check_sizes(f, sp->symbols, FZ_ERR_ARGUMENT, err);
   if (st)
     return st;
   fz_tensor_desc *in = fz_arena_alloc(sp->arena, sizeof *in * (size_t)(f->num_inputs + 1));
