@@ -28,6 +28,13 @@
  *        to the node's dtype as the interpreter rounds it;
  *   columns (INNER_OUTER only): persistent_columns.c.
  *
+ * A cluster plan (plan->cluster, sm_90) is the same kernel with a row
+ * spread over the cluster's blocks: a thread's groups start at rank *
+ * block_x + tx and step by cluster * block_x, clusters walk the rows
+ * (clusterid, nclusterid), each row reduction adds an exchange across
+ * the cluster after the block's combine (persistent_cluster.c), and a
+ * row-space store is made by the first block only.
+ *
  * An OUTER plan (batch norm: body_held) has no row reductions and no row
  * loop: each thread loads its `held` rows once, then runs every round of
  * every held row, and between rounds the grid combines the round's
@@ -405,6 +412,10 @@ static bool trap_if(pers *s, LLVMValueRef bad, const char *name) {
   return !e->failed;
 }
 
+bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name) {
+  return trap_if(s, bad, name);
+}
+
 /* The kernel covers a row with `persistent` groups per thread, all but
  * the last inside every row: (persistent - 1) * block_x < groups <=
  * persistent * block_x, which is how the scheduler sizes `persistent`
@@ -415,7 +426,7 @@ static bool guard_row_length(pers *s) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
-  int64_t bx = s->p->block_x;
+  int64_t bx = s->row_threads;
   LLVMValueRef few = LLVMBuildICmp(b, LLVMIntULE, s->r_groups,
                                    fz_kernel_idx(k, (s->G - 1) * bx), "");
   LLVMValueRef many = LLVMBuildICmp(b, LLVMIntUGT, s->r_groups,
@@ -468,6 +479,10 @@ static bool entry(pers *s) {
   s->bs.ty = LLVMBuildLShr(b, s->bs.tid, i32c(e, (unsigned)shift), "ty");
   s->tx = LLVMBuildZExt(b, s->bs.tx, e->t_idx, "");
   s->ty = LLVMBuildZExt(b, s->bs.ty, e->t_idx, "");
+  s->row_tx = s->tx;
+  s->row_threads = p->block_x;
+  if (p->cluster && !fz_pers_cluster_entry(s))
+    return false;
 
   /* the thread's groups: the same R coordinates for every row */
   LLVMValueRef points = fz_kernel_idx(k, 1);
@@ -485,8 +500,8 @@ static bool entry(pers *s) {
     return false;
   LLVMValueRef zero = fz_kernel_idx(k, 0);
   for (int g = 0; g < s->G; g++) {
-    LLVMValueRef at =
-        LLVMBuildAdd(b, s->tx, fz_kernel_idx(k, (int64_t)g * p->block_x), "");
+    LLVMValueRef at = LLVMBuildAdd(
+        b, s->row_tx, fz_kernel_idx(k, (int64_t)g * s->row_threads), "");
     if (g < s->G - 1) {
       /* inside every row (guard_row_length): no clamp, so the offsets of
        * the groups are constant steps apart */
@@ -625,8 +640,10 @@ static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
   }
   if (!fz_emit_row_combine(k, rs, &lay, &bs, vals))
     return false;
+  if (p->cluster && !fz_pers_cluster_combine(s, rs, vals))
+    return false;
   for (int r = 0; r < rs->count; r++) {
-    if (lay.warps_per_row > 1 &&
+    if (lay.warps_per_row > 1 && !p->cluster &&
         !(vals[r] = shfl_lane0(e, vals[r], lay.warp_mask)))
       return false;
     int i = rs->node[r];
@@ -709,8 +726,14 @@ static bool row_stores(pers *s, int round, LLVMValueRef live) {
   if (row) {
     fz_if lead;
     snprintf(name, sizeof name, "row.store.p%d", round);
-    fz_if_begin(e, &lead,
-                LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, i32c(e, 0), ""), name);
+    /* one thread of the row: of the cluster's first block */
+    LLVMValueRef first =
+        LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, i32c(e, 0), "");
+    if (p->cluster)
+      first = LLVMBuildAnd(
+          e->b, first,
+          LLVMBuildICmp(e->b, LLVMIntEQ, s->cl_rank, i32c(e, 0), ""), "");
+    fz_if_begin(e, &lead, first, name);
     for (int i = 0; i < p->num_nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];
       if (stored_in(p, n, round) && n->space == FZ_SPACE_ROW &&
@@ -772,8 +795,9 @@ static bool tile_walk_init(pers *s, tile_walk *w) {
   w->tiles = LLVMBuildUDiv(
       b, LLVMBuildAdd(b, w->kept, fz_kernel_idx(k, s->p->block_y - 1), ""),
       fz_kernel_idx(k, s->p->block_y), "tiles");
-  w->ctaid = fz_kernel_sreg(k, "ctaid.x");
-  w->nctaid = fz_kernel_sreg(k, "nctaid.x");
+  /* a cluster plan's rows are walked by clusters */
+  w->ctaid = fz_kernel_sreg(k, s->p->cluster ? "clusterid.x" : "ctaid.x");
+  w->nctaid = fz_kernel_sreg(k, s->p->cluster ? "nclusterid.x" : "nctaid.x");
   w->last = NULL; /* tile_walk_last, where the caller's guards are done */
   return w->ctaid && w->nctaid;
 }
@@ -846,6 +870,8 @@ static bool body(pers *s) {
 
   if (s->outer && !fz_pers_columns(s, -1))
     return false;
+  if (p->cluster)
+    fz_pers_cluster_exit(s);
   LLVMBuildRetVoid(b);
   return !e->failed;
 }

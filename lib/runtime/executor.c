@@ -393,6 +393,11 @@ static fz_status launch(const signature_entry *e, const segment_launch *s,
   fz_plan_launch_shape(plan, grid, block);
   if (plan->cooperative)
     grid[0] = s->cooperative_grid;
+  if (plan->cluster)
+    return fz_module_launch_cluster(s->kernel->module, grid, block,
+                                    (unsigned)fz_plan_shared_bytes(plan),
+                                    (CUstream)stream, params, plan->cluster,
+                                    err);
   return fz_module_launch(s->kernel->module, grid, block,
                           (unsigned)fz_plan_shared_bytes(plan),
                           (CUstream)stream, params, plan->cooperative, err);

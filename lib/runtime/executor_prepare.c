@@ -227,6 +227,22 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
         (unsigned)(plan->grid_x < resident ? plan->grid_x : resident);
     grid[0] = s->cooperative_grid;
   }
+  if (plan->cluster) {
+    /* the device must keep at least one cluster of the kernel resident
+     * (a launch would fail with a less telling error) */
+    int clusters = 0;
+    if ((st = fz_module_cluster_occupancy(
+             s->kernel->module, plan->threads,
+             (unsigned)fz_plan_shared_bytes(plan), plan->cluster, &clusters,
+             err)) != FZ_OK)
+      return st;
+    if (clusters < 1)
+      return fz_error_set(
+          err, FZ_ERR_UNSUPPORTED,
+          "kernel %s cannot keep even one cluster of %d blocks of %d threads "
+          "resident on %s",
+          plan->kernel_name, plan->cluster, plan->threads, props->name);
+  }
   s->skip = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
   s->scalars =
       fz_arena_alloc(e->arena, sizeof(int64_t) * (size_t)(s->num_scalars + 1));

@@ -388,6 +388,8 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       for (int k = 0; k < p->rank; k++)
         fz_buf_puts(&b, p->row_axes[k] ? "x" : "-");
     }
+    if (p->cluster)
+      fz_buf_printf(&b, " cluster=%d", p->cluster);
     fz_buf_puts(&b, "\n");
   }
   if (p->kind == FZ_PLAN_TRANSPOSE)
@@ -427,10 +429,12 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
   else if (fz_plan_is_persistent(p))
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
-                  "persistent=%d phases=%d%s%s\n",
+                  "persistent=%d phases=%d%s%s",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
                   p->phases, p->cooperative ? " cooperative" : "",
                   p->prefetch ? " prefetch" : "");
+  if (fz_plan_is_persistent(p) && p->kind != FZ_PLAN_OUTER_PERSISTENT)
+    fz_buf_printf(b, p->cluster ? " cluster=%d\n" : "\n", p->cluster);
   else if (is_reduction(p))
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 "x%d block=%dx%d vector=%d "

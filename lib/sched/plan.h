@@ -232,7 +232,19 @@ typedef struct fz_plan {
   int num_symbols;
   const int *symbols;
   const int64_t *symbol_values;
+  /* INNER_PERSISTENT plans whose row does not fit one SM (sm_90+): 0 for
+   * none, else the c blocks of a thread-block cluster (gridDim.x is a
+   * multiple of c, launched with a cluster dimension of c) share one row,
+   * block_y is 1 and the row is walked by c * block_x threads: block
+   * rank q's thread tx holds groups (q * block_x + tx) + k * c * block_x.
+   * A row reduction combines the block's partial with the other blocks'
+   * through distributed shared memory (lib/lower/persistent_cluster.c);
+   * clusters walk the rows (clusterid, nclusterid). */
+  int cluster;
 } fz_plan;
+
+/* The largest cluster a plan asks for: the portable limit. */
+enum { FZ_PLAN_MAX_CLUSTER = 8 };
 
 /* Which of plan->symbols a SYMBOL node reads (its position there). */
 int fz_plan_symbol_param(const fz_plan *plan, const fz_plan_node *node);

@@ -267,6 +267,17 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
   if (p->persistent < 1 || p->phases < 0 || p->phases > FZ_PLAN_MAX_PHASES)
     return bad(err, "%d persistent groups, %d phases (at most %d)",
                p->persistent, p->phases, FZ_PLAN_MAX_PHASES);
+  if (p->cluster &&
+      (p->kind != FZ_PLAN_INNER_PERSISTENT || p->cluster < 2 ||
+       p->cluster > FZ_PLAN_MAX_CLUSTER || p->block_y != 1 ||
+       p->grid_x % p->cluster != 0 || p->prefetch))
+    return bad(err,
+               "a cluster of %d blocks (2..%d) on a %s plan, block %dx%d, "
+               "grid %lld%s",
+               p->cluster, FZ_PLAN_MAX_CLUSTER,
+               p->kind == FZ_PLAN_INNER_PERSISTENT ? "inner" : "non-inner",
+               p->block_x, p->block_y, (long long)p->grid_x,
+               p->prefetch ? ", prefetching" : "");
   return FZ_OK;
 }
 
@@ -435,6 +446,9 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
   bool persistent = fz_plan_is_persistent(p);
   if (is_reduction(p) && (st = verify_reduction(p, err)))
     return st;
+  if (p->cluster && !persistent)
+    return bad(err, "a cluster of %d blocks on a plan that is not persistent",
+               p->cluster);
   if (persistent && (st = verify_persistent(p, err)))
     return st;
   if (p->kind == FZ_PLAN_TRANSPOSE && (st = verify_transpose(p, err)))
