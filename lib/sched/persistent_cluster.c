@@ -60,7 +60,8 @@ bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
   return false;
 }
 
-/* The row tensors a thread holds through the rounds: the loads that vary
+/* The row tensors a thread holds through the rounds, in 32-bit
+ * registers a value (an 8-byte dtype counts twice): the loads that vary
  * along the row and from row to row (a weight row, constant across rows,
  * is loaded where it is used, after the reductions). */
 static int held_tensors(const fz_plan *p) {
@@ -74,7 +75,8 @@ static int held_tensors(const fz_plan *p) {
       along |= p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
       across |= !p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
     }
-    held += along && across;
+    if (along && across)
+      held += fz_dtype_size(p->accesses[n->access].dtype) > 4 ? 2 : 1;
   }
   return held ? held : 1;
 }

@@ -15,7 +15,8 @@ typedef struct fz_cluster_shape {
 } fz_cluster_shape;
 
 /* The shape, in *out, for a row of `groups` vector groups of `vector`
- * lanes, of which a thread holds `held` tensors per element: true when
+ * lanes, of which a thread holds `held` 32-bit registers per element
+ * (one per row tensor, two for an 8-byte dtype): true when
  * the row outgrows one SM (more than FZ_CLUSTER_SM_VALUES values held)
  * and fits a cluster of at most FZ_PLAN_MAX_CLUSTER blocks; false
  * otherwise (one block a row, as before). */

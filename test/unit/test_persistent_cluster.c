@@ -138,6 +138,31 @@ START_TEST(weight_row_not_held) {
 }
 END_TEST
 
+START_TEST(eight_byte_values_count_twice) {
+  /* f64: two registers a value, so a 64K row needs the registers of a
+   * 128K f32 row (8 blocks), and a 16K one keeps one block */
+  static const char *RMS_F64 =
+      "fusion @rms64(%x: f64[M, N]) {\n"
+      "  %sq = mul %x, %x : f64[M, N]\n"
+      "  %s = sum %sq dims(1) keepdim : f64[M, b1]\n"
+      "  %r = rsqrt %s : f64[M, b1]\n"
+      "  %re = expand %r : f64[M, b1->N]\n"
+      "  %y = mul %x, %re : f64[M, N]\n"
+      "  return %y\n"
+      "}\n";
+  scheduled s;
+  fz_plan *p = schedule(&s, RMS_F64, "M=4,N=65536");
+  ck_assert_int_eq(p->vector, 2);
+  ck_assert_int_eq(p->cluster, 8);
+  ck_assert_int_eq(p->block_x, 512);
+  ck_assert_int_eq(p->persistent, 8);
+  scheduled_free(&s);
+  p = schedule(&s, RMS_F64, "M=4,N=16384");
+  ck_assert_int_eq(p->cluster, 0);
+  scheduled_free(&s);
+}
+END_TEST
+
 START_TEST(no_clusters_before_sm90) {
   scheduled s;
   describe_problem(&s, test_parse(SOFTMAX), "M=8,N=131072");
@@ -193,6 +218,7 @@ static Suite *make(void) {
   tcase_add_test(c, shapes);
   tcase_add_test(c, softmax_plans);
   tcase_add_test(c, weight_row_not_held);
+  tcase_add_test(c, eight_byte_values_count_twice);
   tcase_add_test(c, no_clusters_before_sm90);
   tcase_add_test(c, verify_refuses_bad_clusters);
   suite_add_tcase(s, c);
