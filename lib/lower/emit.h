@@ -25,7 +25,9 @@
  *                            reductions, the grid barrier, the final pass
  *     persistent_prefetch.c  the next row's loads copied ahead into
  *                            shared memory
- *     persistent_common.c    what the three share: allocas in the entry
+ *     persistent_cluster.c   a row shared by a thread-block cluster: the
+ *                            exchange of row reductions across it
+ *     persistent_common.c    what they share: allocas in the entry
  *                            block, a row's offset bases
  *
  *   helpers (prototypes below, grouped by file)

@@ -394,28 +394,6 @@ static size_t row_half_bytes(pers *s) {
   return (most + 15) & ~(size_t)15;
 }
 
-/* A launch the kernel was not built for (`bad`, i1) traps: a failed
- * launch, never a wrong answer. */
-static bool trap_if(pers *s, LLVMValueRef bad, const char *name) {
-  fz_emit *e = &s->k->e;
-  LLVMBuilderRef b = e->b;
-  char label[64];
-  snprintf(label, sizeof label, "bad.%s", name);
-  LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
-  snprintf(label, sizeof label, "%s.ok", name);
-  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
-  LLVMBuildCondBr(b, bad, trap, ok);
-  LLVMPositionBuilderAtEnd(b, trap);
-  fz_emit_intrinsic(e, "llvm.trap", NULL, 0, NULL, 0);
-  LLVMBuildUnreachable(b);
-  LLVMPositionBuilderAtEnd(b, ok);
-  return !e->failed;
-}
-
-bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name) {
-  return trap_if(s, bad, name);
-}
-
 /* The kernel covers a row with `persistent` groups per thread, all but
  * the last inside every row: (persistent - 1) * block_x < groups <=
  * persistent * block_x, which is how the scheduler sizes `persistent`
@@ -431,7 +409,7 @@ static bool guard_row_length(pers *s) {
                                    fz_kernel_idx(k, (s->G - 1) * bx), "");
   LLVMValueRef many = LLVMBuildICmp(b, LLVMIntUGT, s->r_groups,
                                     fz_kernel_idx(k, s->G * bx), "");
-  return trap_if(s, LLVMBuildOr(b, few, many, ""), "row.length");
+  return fz_pers_trap_if(s, LLVMBuildOr(b, few, many, ""), "row.length");
 }
 
 /* ---- entry --------------------------------------------------------------- */
@@ -914,7 +892,7 @@ static bool guard_rows_held(pers *s, LLVMValueRef tiles, LLVMValueRef nctaid) {
   LLVMBuilderRef b = e->b;
   LLVMValueRef cover = LLVMBuildMul(
       b, nctaid, fz_kernel_idx(s->k, s->held), "tiles.held");
-  return trap_if(s, LLVMBuildICmp(b, LLVMIntULT, cover, tiles, ""), "grid");
+  return fz_pers_trap_if(s, LLVMBuildICmp(b, LLVMIntULT, cover, tiles, ""), "grid");
 }
 
 /* An outer plan (batch norm): the block's `held` tiles (tile ctaid + t *

@@ -5,8 +5,8 @@
  * prefetch of the next row (persistent_prefetch.c), the exchange of a
  * cluster plan's row reductions (persistent_cluster.c) and what they
  * share (persistent_common.c). persistent.c calls the others;
- * persistent_columns.c and persistent_prefetch.c call only
- * persistent_common.c, persistent_cluster.c also persistent.c's trap.
+ * persistent_columns.c, persistent_prefetch.c and persistent_cluster.c
+ * call only persistent_common.c.
  *
  * Every node lives in one of five spaces, decided from its plan space
  * (node->space) and, within the full space, from what it varies along: a
@@ -108,6 +108,10 @@ LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name);
 /* The offset bases of every access for one row (what persistent.c's
  * row_start computes for the current row). */
 void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base);
+/* A launch the kernel was not built for (`bad`, i1) traps: a failed
+ * launch, never a wrong answer. Blocks bad.<name> and <name>.ok; the
+ * builder is left in the latter. */
+bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name);
 
 /* ---- persistent_prefetch.c ----------------------------------------------- */
 
@@ -121,9 +125,6 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any);
 bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more);
 bool fz_pers_prefetch_load(pers *s, int i, int g);
 void fz_pers_prefetch_end(pers *s);
-
-/* A launch the kernel was not built for (`bad`, i1) traps (persistent.c). */
-bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name);
 
 /* ---- persistent_cluster.c ------------------------------------------------ */
 
