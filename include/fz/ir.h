@@ -106,6 +106,9 @@ enum {
   FZ_F_FLOAT_ONLY = 1 << 5, /* floats only */
   FZ_F_INT_ONLY = 1 << 6,   /* integers and bool only */
   FZ_F_NO_BOOL = 1 << 7,    /* not bool */
+  /* An arg-reduction: the result is the i64 position of the reduced
+   * element (argmax, argmin), not a value of the operand's dtype. */
+  FZ_F_ARG = 1 << 8,
 };
 
 typedef enum fz_opcode {
