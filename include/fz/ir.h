@@ -457,7 +457,8 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  *    arity must match);
  *  fz_cast: to `dtype` (float->int truncates toward zero and saturates,
  *    NaN -> 0: docs/format.md);
- *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims` (see
+ *  fz_reduce: a reduction opcode (sum prod amax amin argmax argmin) over
+ *    `dims` (see
  *    Axes above); keepdim leaves b1 axes in their place;
  *  fz_broadcast: inserts b1 axes at result positions `dims` (of the
  *    result, whose rank is rank + num_dims);

@@ -227,6 +227,33 @@ START_TEST(builder_types_and_refusals) {
 }
 END_TEST
 
+/* The handle call: one axis, or every axis (dim=None), by keyword. */
+START_TEST(arg_reduction_by_keyword) {
+  fz_error err = {0};
+  fz_fusion *f = fz_fusion_create("t");
+  fz_value *x = input(f, FZ_I32, 3, (int64_t[]){2, 3, 4});
+  fz_value *a = fz_build_arg_reduction(f, "argmax", x, -2, false, false, &err);
+  ck_assert_msg(a, "%s", err.message);
+  ck_assert_int_eq(a->def->code, FZ_OP_ARGMAX);
+  ck_assert_int_eq(a->def->num_dims, 1);
+  ck_assert_int_eq(a->def->dims[0], 1);
+  ck_assert_int_eq(a->type.rank, 2);
+  fz_value *all = fz_build_arg_reduction(f, "argmin", x, 99, true, true, &err);
+  ck_assert_msg(all, "%s", err.message);
+  ck_assert_int_eq(all->def->code, FZ_OP_ARGMIN);
+  ck_assert_int_eq(all->def->num_dims, 3);
+  ck_assert_int_eq(all->type.rank, 3);
+  ck_assert_ptr_null(
+      fz_build_arg_reduction(f, "amax", x, 0, false, false, &err));
+  ck_assert_str_eq(err.message,
+                   "amax is not an arg-reduction (argmax or argmin)");
+  ck_assert_ptr_null(
+      fz_build_arg_reduction(f, "argmax", x, 3, false, false, &err));
+  ck_assert_msg(strstr(err.message, "out of range"), "%s", err.message);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("argreduce");
   TCase *tc = tcase_create("core");
@@ -237,6 +264,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, positions_are_logical_and_row_major);
   tcase_add_test(tc, empty_axis_is_an_error_at_run_time);
   tcase_add_test(tc, builder_types_and_refusals);
+  tcase_add_test(tc, arg_reduction_by_keyword);
   suite_add_tcase(s, tc);
   return s;
 }
