@@ -554,13 +554,22 @@ fz_value *fz_fusion_add_scalar(fz_fusion *fusion, const char *name,
 fz_value *fz_build_pointwise(fz_fusion *fusion, const char *op,
                              int num_operands, fz_value *const *operands,
                              fz_error *err);
-/* A reduction by keyword ("sum", "prod", "amax", "amin") over dims, which
- * may be in any order and negative (counted from the end, as in PyTorch:
- * see Dims above); a repeated axis is an error. keepdim leaves b1 axes in
- * their place. */
+/* A reduction by keyword ("sum", "prod", "amax", "amin", and the
+ * arg-reductions "argmax", "argmin") over dims, which may be in any order
+ * and negative (counted from the end, as in PyTorch: see Dims above); a
+ * repeated axis is an error. keepdim leaves b1 axes in their place. */
 fz_value *fz_build_reduction(fz_fusion *fusion, const char *op, fz_value *a,
                              int num_dims, const int *dims, bool keepdim,
                              fz_error *err);
+/* torch.argmax / torch.argmin (op "argmax" or "argmin"): the i64 position
+ * of the greatest (least) element along axis `dim` (negative counts from
+ * the end), or, with all_dims (PyTorch's dim=None; `dim` is then not
+ * read), the flat row-major index over every axis. Ties and NaN go to the
+ * first position (docs/format.md); a rank-0 operand gives 0; a bool
+ * operand or an axis of extent 0 is FZ_ERR_INVALID. */
+fz_value *fz_build_arg_reduction(fz_fusion *fusion, const char *op,
+                                 fz_value *a, int dim, bool all_dims,
+                                 bool keepdim, fz_error *err);
 /* Expands a's b1 axes: extents has rank(a) entries. For a b1 axis, a
  * constant other than 1 or a symbol expands it (b1->E); 1 or
  * FZ_EXTENT_BROADCAST leaves it. Every other axis must be given its own

@@ -106,6 +106,9 @@ enum {
   FZ_F_FLOAT_ONLY = 1 << 5, /* floats only */
   FZ_F_INT_ONLY = 1 << 6,   /* integers and bool only */
   FZ_F_NO_BOOL = 1 << 7,    /* not bool */
+  /* An arg-reduction: the result is the i64 position of the reduced
+   * element (argmax, argmin), not a value of the operand's dtype. */
+  FZ_F_ARG = 1 << 8,
 };
 
 typedef enum fz_opcode {
@@ -454,7 +457,8 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  *    arity must match);
  *  fz_cast: to `dtype` (float->int truncates toward zero and saturates,
  *    NaN -> 0: docs/format.md);
- *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims` (see
+ *  fz_reduce: a reduction opcode (sum prod amax amin argmax argmin) over
+ *    `dims` (see
  *    Axes above); keepdim leaves b1 axes in their place;
  *  fz_broadcast: inserts b1 axes at result positions `dims` (of the
  *    result, whose rank is rank + num_dims);

@@ -261,6 +261,23 @@ fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
   return fz_reduce(f, (fz_opcode)code, a, num_dims, dims, keepdim, err);
 }
 
+fz_value *fz_build_arg_reduction(fz_fusion *f, const char *op, fz_value *a,
+                                 int dim, bool all_dims, bool keepdim,
+                                 fz_error *err) {
+  static const fz_op_kind kinds[] = {FZ_KIND_REDUCTION};
+  int code = opcode_of(op, kinds, 1, "an arg-reduction", err);
+  if (code < 0)
+    return NULL;
+  if (!(fz_op_table[code].flags & FZ_F_ARG)) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "%s is not an arg-reduction (argmax or argmin)", op);
+    return NULL;
+  }
+  /* no dims: every axis (the builder's rule, and a rank-0 operand's) */
+  return fz_reduce(f, (fz_opcode)code, a, all_dims ? 0 : 1, &dim, keepdim,
+                   err);
+}
+
 /* Checks what every call that reads its operand before fz_build needs. */
 static bool check_operand(const fz_fusion *f, const fz_value *a,
                           const char *op, fz_error *err) {

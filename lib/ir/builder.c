@@ -84,7 +84,8 @@ static bool normalize_axes(const char *name, fz_op_kind kind,
 /* PyTorch's reductions over no dims: an empty dim list reduces every axis
  * (torch.sum(x, dim=[]), torch.amax(x, dim=())), and a rank-0 operand,
  * whose only dims are 0 and -1, has nothing to reduce: the result is the
- * value, in the reduction's result dtype (sum of a bool is i64). Rewritten
+ * value, in the reduction's result dtype (sum of a bool is i64), or for an
+ * arg-reduction the position 0 (an i64 full). Rewritten
  * here so that a reduction op always reduces at least one axis. Returns
  * true with *out set (NULL on error) when the call was rewritten to a cast
  * or copy. */
@@ -114,6 +115,11 @@ static bool reduce_nothing(fz_fusion *f, fz_opcode code, fz_value *a,
     }
   }
   fz_dtype dtype = fz_op_result_dtype(code, fz_promote(1, &a));
+  if (fz_op_table[code].flags & FZ_F_ARG) { /* a scalar's one position */
+    fz_type zero = {.dtype = FZ_I64};
+    *out = fz_full(f, &zero, (fz_scalar){.i = 0}, err);
+    return true;
+  }
   *out = dtype == a->type.dtype ? fz_set(f, a, err) : fz_cast(f, a, dtype, err);
   return true;
 }

@@ -374,6 +374,26 @@ static fz_status infer_pointwise(infer_ctx *c, fz_opcode code, int n,
   return check_literal_ranges(c, code, n, ops, p, out->dtype);
 }
 
+/* What PyTorch refuses of an arg-reduction: a bool operand (its CUDA
+ * kernels take numbers only), and an empty reduced axis, which has no
+ * position to give: one of constant extent 0 is an error here (a symbolic
+ * one when sizes are bound). */
+static fz_status check_arg(infer_ctx *c, fz_opcode code, const fz_value *a,
+                           const fz_attrs *attrs) {
+  if (!(fz_op_table[code].flags & FZ_F_ARG))
+    return FZ_OK;
+  if (a->type.dtype == FZ_BOOL)
+    return fail(c, "operand is bool (PyTorch's argmax and argmin take "
+                   "numbers: cast it first)");
+  for (int i = 0; i < attrs->num_dims; i++) {
+    fz_extent e = fz_axis_extent(&a->type.axes[attrs->dims[i]]);
+    if (e.symbol < 0 && e.value == 0)
+      return fail(c, "cannot reduce axis %d of extent 0 (no position to "
+                  "return)", attrs->dims[i]);
+  }
+  return FZ_OK;
+}
+
 static fz_status infer_reduction(infer_ctx *c, fz_opcode code,
                                  const fz_value *a, const fz_attrs *attrs,
                                  fz_type *out) {
@@ -382,6 +402,8 @@ static fz_status infer_reduction(infer_ctx *c, fz_opcode code,
   fz_status st =
       check_dims(c, attrs->num_dims, attrs->dims, a->type.rank, "an operand");
   if (st)
+    return st;
+  if ((st = check_arg(c, code, a, attrs)))
     return st;
   int d = 0;
   out->rank = 0;

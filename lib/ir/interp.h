@@ -166,6 +166,17 @@ fz_status fz_interp_new_dense(fz_interp *in, const fz_value *v,
 const fz_iview *fz_interp_operand(fz_interp *in, const fz_value *v,
                                   fz_iview *tmp);
 
+/* ---- interp_argreduce.c --------------------------------------------------- */
+
+/* argmax / argmin of src into the dense i64 view res: reduced[d] marks the
+ * reduced axes of src, out_strides[d] is res's stride for src axis d (0
+ * when reduced). The position is row-major over the reduced axes in
+ * logical order; ties and NaN go to the first position. FZ_ERR_OUT_OF_MEMORY
+ * when the scratch of running values cannot be allocated. */
+fz_status fz_interp_arg_reduce(fz_opcode code, const fz_iview *src,
+                               const bool *reduced, const int64_t *out_strides,
+                               fz_iview *res, fz_error *err);
+
 /* ---- interp_ops.c -------------------------------------------------------- */
 
 /* Evaluates op into *res (its operands' views are live). */

@@ -305,9 +305,14 @@ static fz_status eval_reduction(fz_interp *in, const fz_op *op, fz_iview *res) {
     }
   }
   int64_t n = fz_iview_count(res);
-  if ((op->code == FZ_OP_AMAX || op->code == FZ_OP_AMIN) && n > 0 && empty)
+  bool arg = fz_op_table[op->code].flags & FZ_F_ARG;
+  if ((op->code == FZ_OP_AMAX || op->code == FZ_OP_AMIN || arg) && n > 0 &&
+      empty)
     return fz_interp_invalid(in, op, "cannot take %s over an empty axis",
                              fz_op_table[op->code].name);
+  if (arg)
+    return fz_interp_arg_reduce(op->code, src, reduced, out_strides, res,
+                                in->err);
 
   bool fl = is_float(res->dtype);
   bool f32_range = fl && res->dtype != FZ_F64;

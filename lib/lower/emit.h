@@ -33,6 +33,7 @@
  *   helpers (prototypes below, grouped by file)
  *   combine.c     accumulators: identities, combining, warp shuffles, the
  *                 shared-memory trees and the grid-reduction protocol
+ *   argreduce.c   argmax / argmin partials: (value, position) pairs
  *   slot.c        one node of a slot (LOAD, value, STORE) evaluated over
  *                 its lanes
  *   kernel.c      the kernel: its signature and parameters, index ->
@@ -303,6 +304,34 @@ LLVMValueRef fz_reduce_identity(fz_emit *e, fz_opcode code, fz_dtype acc);
 LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
                                LLVMValueRef a, LLVMValueRef b);
 
+/* A partial of reduction `code` over accumulator dtype acc: its LLVM
+ * type (the register form of acc, or an arg-reduction's pair), its bytes
+ * in shared memory and workspaces, a partial made of one element x (in
+ * dtype `from`; `position` is its i64 position for an arg-reduction, NULL
+ * otherwise), and the result in dtype `to` of a final partial. For the
+ * reductions without a pair these are fz_emit_reg_type, the dtype's size
+ * and fz_emit_convert. */
+LLVMTypeRef fz_reduce_state_type(fz_emit *e, fz_opcode code, fz_dtype acc);
+size_t fz_reduce_state_bytes(fz_opcode code, fz_dtype acc);
+LLVMValueRef fz_reduce_input(fz_emit *e, fz_opcode code, fz_dtype acc,
+                             LLVMValueRef x, fz_dtype from,
+                             LLVMValueRef position);
+LLVMValueRef fz_reduce_output(fz_emit *e, fz_opcode code, fz_dtype acc,
+                              LLVMValueRef state, fz_dtype to);
+
+/* ---- argreduce.c --------------------------------------------------------- */
+
+/* An arg-reduction's pair {register form of acc, i64 position}; its
+ * identity, the pair of one element, the final position, and the
+ * combination (argreduce.c says which pair wins). */
+LLVMTypeRef fz_arg_state_type(fz_emit *e, fz_dtype acc);
+LLVMValueRef fz_arg_identity(fz_emit *e, fz_opcode code, fz_dtype acc);
+LLVMValueRef fz_arg_input(fz_emit *e, fz_dtype acc, LLVMValueRef x,
+                          fz_dtype from, LLVMValueRef position);
+LLVMValueRef fz_arg_position(fz_emit *e, LLVMValueRef state);
+LLVMValueRef fz_arg_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
+                            LLVMValueRef a, LLVMValueRef b);
+
 /* The thread position and block-wide state the combines share. */
 typedef struct fz_block_state {
   LLVMValueRef tid, tx, ty; /* i32 */
@@ -345,7 +374,8 @@ void fz_emit_barrier(fz_emit *e);
  * GPU before any of its later writes. */
 void fz_emit_fence_gpu(fz_emit *e);
 /* shfl.sync.bfly: v (f32, f64, i32 or i64) of lane (laneid ^ offset), for
- * the threads of `mask`; 64-bit values move as two 32-bit halves. */
+ * the threads of `mask`; 64-bit values move as two 32-bit halves, a
+ * struct of them (an arg-reduction's pair) field by field. */
 LLVMValueRef fz_emit_shfl_bfly(fz_emit *e, LLVMValueRef v, int offset,
                                unsigned mask);
 /* A call of the llvm.* intrinsic `name` with the given overload types. */

@@ -93,6 +93,15 @@ LLVMValueRef fz_emit_shfl_bfly(fz_emit *e, LLVMValueRef v, int offset,
   LLVMTypeRef t = LLVMTypeOf(v);
   if (t == e->t_f32 || t == e->t_i32)
     return shfl32(e, v, offset, mask);
+  if (LLVMGetTypeKind(t) == LLVMStructTypeKind) { /* a pair, by fields */
+    LLVMValueRef r = LLVMGetUndef(t);
+    for (unsigned f = 0; f < LLVMCountStructElementTypes(t) && r; f++) {
+      LLVMValueRef x = fz_emit_shfl_bfly(
+          e, LLVMBuildExtractValue(e->b, v, f, ""), offset, mask);
+      r = x ? LLVMBuildInsertValue(e->b, r, x, f, "") : NULL;
+    }
+    return r;
+  }
   if (t != e->t_f64 && t != e->t_i64)
     return fz_emit_fail(e, FZ_ERR_INTERNAL, "no shuffle for this type");
   LLVMBuilderRef b = e->b;

@@ -89,6 +89,14 @@ static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask) {
                                            : "llvm.nvvm.shfl.sync.idx.i32",
                              NULL, 0, args, 4);
   }
+  if (LLVMGetTypeKind(t) == LLVMStructTypeKind) { /* a pair, by fields */
+    LLVMValueRef r = LLVMGetUndef(t);
+    for (unsigned f = 0; f < LLVMCountStructElementTypes(t) && r; f++) {
+      LLVMValueRef x = shfl_lane0(e, LLVMBuildExtractValue(b, v, f, ""), mask);
+      r = x ? LLVMBuildInsertValue(b, r, x, f, "") : NULL;
+    }
+    return r;
+  }
   if (t != e->t_f64 && t != e->t_i64)
     return fz_emit_fail(e, FZ_ERR_INTERNAL, "no shuffle for this type");
   LLVMValueRef bits = t == e->t_f64 ? LLVMBuildBitCast(b, v, e->t_i64, "") : v;
@@ -357,7 +365,7 @@ static void round_set(pers *s, int round, fz_reduce_set *rs) {
       continue;
     rs->node[rs->count] = i;
     rs->code[rs->count] = n->code;
-    rs->acc[rs->count] = fz_reduce_acc_dtype(n->dtype);
+    rs->acc[rs->count] = fz_plan_reduce_acc(p, n);
     rs->count++;
   }
 }
@@ -374,8 +382,8 @@ static void row_layout(const fz_plan *p, const fz_reduce_set *rs,
   l->warps_per_row = p->block_x > 32 ? p->block_x / 32 : 1;
   if (l->warps_per_row > 1) {
     for (int r = 0; r < rs->count; r++)
-      l->scratch_bytes += fz_dtype_size(rs->acc[r]) * (size_t)p->block_y *
-                          (size_t)l->warps_per_row;
+      l->scratch_bytes += fz_reduce_state_bytes(rs->code[r], rs->acc[r]) *
+                          (size_t)p->block_y * (size_t)l->warps_per_row;
     l->columns_per_pass = rs->count;
   }
 }
@@ -573,7 +581,8 @@ static LLVMValueRef thread_partial(pers *s, const fz_reduce_set *rs, int r) {
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
-  int o = p->nodes[rs->node[r]].operands[0];
+  const fz_plan_node *n = &p->nodes[rs->node[r]];
+  int o = n->operands[0], at = n->num_operands > 1 ? n->operands[1] : -1;
   fz_dtype from = p->nodes[o].dtype;
   LLVMValueRef id = fz_reduce_identity(e, rs->code[r], rs->acc[r]);
   /* one chain per lane over the groups, then the lanes pairwise */
@@ -582,7 +591,8 @@ static LLVMValueRef thread_partial(pers *s, const fz_reduce_set *rs, int r) {
     lane[l] = id;
     for (int g = 0; g < s->G; g++) {
       LLVMValueRef v =
-          fz_emit_convert(e, pers_full(s, g, o)[l], from, rs->acc[r]);
+          fz_reduce_input(e, rs->code[r], rs->acc[r], pers_full(s, g, o)[l],
+                          from, at >= 0 ? pers_full(s, g, at)[l] : NULL);
       if (!v)
         return NULL;
       v = LLVMBuildSelect(b, s->gactive[g], v, id, "");
@@ -625,7 +635,8 @@ static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
         !(vals[r] = shfl_lane0(e, vals[r], lay.warp_mask)))
       return false;
     int i = rs->node[r];
-    LLVMValueRef v = fz_emit_convert(e, vals[r], rs->acc[r], p->nodes[i].dtype);
+    LLVMValueRef v = fz_reduce_output(e, rs->code[r], rs->acc[r], vals[r],
+                                      p->nodes[i].dtype);
     if (!v)
       return false;
     fz_set_name(v, "row.n%d", i);
@@ -750,8 +761,10 @@ static bool row_round(pers *s, int round, LLVMValueRef live) {
       continue;
     }
     for (int g = 0; g < s->G; g++)
-      if (!eval_full(s, n->operands[0], g))
-        return false;
+      for (int k = 0; k < (n->kind == FZ_NODE_REDUCE ? n->num_operands : 1);
+           k++) /* an arg-reduction's position too */
+        if (!eval_full(s, n->operands[k], g))
+          return false;
   }
   if (!column_accumulate(s, round, live) || !row_stores(s, round, live))
     return false;

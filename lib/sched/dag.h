@@ -101,6 +101,9 @@ void fz_dag_canonical(const fz_dag *d, const int64_t *order_strides,
                       const bool *reduced, fz_canon *c);
 /* Move accesses and nodes into `p` with strides in canonical axes. */
 void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p);
+/* argreduce.c: the position node of arg-reduction op (its result's
+ * REDUCE node reads it), at the map of the op's operand. */
+fz_plan_node fz_dag_arg_position(const fz_dag *d, const fz_op *op);
 /* Set the reason and return false. _at: a reason about value `about`,
  * located at the op that defines it. */
 bool fz_dag_decline(fz_dag *d, const char *fmt, ...)

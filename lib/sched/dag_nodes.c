@@ -192,6 +192,12 @@ static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
     reduced &= nontrivial;
     if (reduced == (d->rcols & nontrivial))
       *out = FZ_SPACE_ROW;
+    else if (reduced == (nontrivial & ~d->rcols) &&
+             (fz_op_table[op->code].flags & FZ_F_ARG))
+      return fz_dag_decline_at(d, v,
+                               "%s is an arg-reduction across rows (column "
+                               "arg-reductions are not supported)",
+                               label);
     else if (reduced == (nontrivial & ~d->rcols))
       *out = FZ_SPACE_COLUMN;
     else
@@ -362,15 +368,19 @@ static int finish(fz_dag *d, const frame *f) {
     int existing = find_reduce(d, v);
     if (existing >= 0)
       return existing;
-    return push_node(d,
-                     (fz_plan_node){.kind = FZ_NODE_REDUCE,
+    fz_plan_node r = (fz_plan_node){.kind = FZ_NODE_REDUCE,
                                     .code = v->def->code,
                                     .dtype = v->type.dtype,
                                     .num_operands = 1,
                                     .operands = {f->operands[0]},
                                     .value = v,
-                                    .space = f->result_space},
-                     f->m);
+                                    .space = f->result_space};
+    if (fz_plan_node_is_arg(&r)) { /* and the value's position */
+      const fz_value *in = v->def->operands[0];
+      r.operands[r.num_operands++] = push_node(
+          d, fz_dag_arg_position(d, v->def), d->maps[in->id]);
+    }
+    return push_node(d, r, f->m);
   }
   fz_plan_node n = (fz_plan_node){.kind = FZ_NODE_OP,
                                   .code = v->def->code,

@@ -179,7 +179,7 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
     for (int i = 0; i < p->num_nodes; i++)
       if (p->nodes[i].kind == FZ_NODE_REDUCE &&
           p->nodes[i].space == FZ_SPACE_COLUMN)
-        bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
+        bytes += fz_plan_reduce_bytes(p, &p->nodes[i]);
     bool outer = p->kind == FZ_PLAN_OUTER_PERSISTENT;
     size_t rows = (size_t)p->grid_x + (outer ? 1 : 0);
     /* the results start at a 16-byte boundary after the partials */
@@ -188,7 +188,7 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
   size_t bytes = 0;
   for (int i = 0; i < p->num_nodes; i++)
     if (p->nodes[i].kind == FZ_NODE_REDUCE)
-      bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
+      bytes += fz_plan_reduce_bytes(p, &p->nodes[i]);
   return bytes * (size_t)fz_plan_kept_points(p) * (size_t)p->split;
 }
 
@@ -353,6 +353,13 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
                     dt);
       break;
     case FZ_NODE_REDUCE:
+      if (fz_plan_node_is_arg(n)) {
+        fz_buf_printf(b, "  n%d = reduce %s n%d at n%d : %s (accumulate %s)\n",
+                      i, fz_op_table[n->code].name, n->operands[0],
+                      n->operands[1], dt,
+                      fz_dtype_name(fz_plan_reduce_acc(p, n)));
+        break;
+      }
       fz_buf_printf(b, "  n%d = reduce %s n%d : %s (accumulate %s)\n", i,
                     fz_op_table[n->code].name, n->operands[0], dt,
                     fz_dtype_name(fz_reduce_acc_dtype(n->dtype)));

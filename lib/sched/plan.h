@@ -265,6 +265,21 @@ enum { FZ_PLAN_MAX_UNROLL = 64 };
  * refuses more. */
 enum { FZ_PLAN_MAX_PHASES = 64 };
 
+/* argreduce.c: arg-reductions (argmax, argmin). Their REDUCE node reads
+ * the value (operands[0]) and its i64 position (operands[1], a full-space
+ * IOTA node: row-major over the reduced axes of the fusion op's operand,
+ * in logical order) and carries a (value, position) pair: the value in
+ * the accumulator dtype of operands[0]'s dtype, the position as i64, one
+ * partial taking FZ_ARG_STATE_BYTES bytes of shared memory or workspace.
+ * fz_plan_reduce_acc is the accumulator (value) dtype of any REDUCE node,
+ * fz_plan_reduce_bytes the bytes of one of its partials. */
+enum { FZ_ARG_STATE_BYTES = 16 };
+bool fz_plan_node_is_arg(const fz_plan_node *n);
+fz_dtype fz_plan_reduce_acc(const fz_plan *p, const fz_plan_node *n);
+size_t fz_plan_reduce_bytes(const fz_plan *p, const fz_plan_node *n);
+/* The rules of an arg REDUCE node (plan_verify.c asks). */
+fz_status fz_plan_verify_arg(const fz_plan *p, int i, fz_error *err);
+
 /* ---- kernel parameters: the one place lowering and launch agree ------- *
  * Order: one pointer per access (same order as plan->accesses), then the
  * group count (i64), then extents[0..rank) (i64), then for each access

@@ -100,7 +100,7 @@ static fz_status verify_access(const fz_plan *p, int i, fz_error *err) {
 
 static bool is_reduce_code(fz_opcode code) {
   return code == FZ_OP_SUM || code == FZ_OP_PROD || code == FZ_OP_AMAX ||
-         code == FZ_OP_AMIN;
+         code == FZ_OP_AMIN || code == FZ_OP_ARGMAX || code == FZ_OP_ARGMIN;
 }
 
 static const char *op_name(fz_opcode code) {
@@ -164,10 +164,12 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
   case FZ_NODE_REDUCE:
     if (p->kind == FZ_PLAN_POINTWISE || p->kind == FZ_PLAN_TRANSPOSE)
       return bad(err, "node n%d: a reduction in a pointwise plan", i);
-    if (n->num_operands != 1)
-      return bad(err, "reduce n%d has %d operands, not 1", i, n->num_operands);
     if (!is_reduce_code(n->code))
       return bad(err, "reduce n%d: %s is not a reduction", i, op_name(n->code));
+    if (fz_plan_node_is_arg(n))
+      return fz_plan_verify_arg(p, i, err);
+    if (n->num_operands != 1)
+      return bad(err, "reduce n%d has %d operands, not 1", i, n->num_operands);
     return FZ_OK;
   case FZ_NODE_OP: {
     if ((unsigned)n->code >= FZ_NUM_OPCODES)

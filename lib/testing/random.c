@@ -15,8 +15,8 @@
  * value also carries what the generator knows about its numbers:
  *  - exact: the GPU computes it bit for bit as the interpreter does.
  *    Inputs are exact, and so are results of correctly rounded arithmetic,
- *    min/max, comparisons, casts, shape ops, amax/amin and integer math on
- *    exact operands (lib/lower/compute.c matches the interpreter there).
+ *    min/max, comparisons, casts, shape ops, amax/amin, argmax/argmin and
+ *    integer math on exact operands (lib/lower/compute.c matches the interpreter there).
  *    Transcendentals and float sums are not. Discontinuous ops (floor,
  *    round, trunc, sign, frac, float mod and fmod, anything with an
  *    integer or bool result) take only exact operands, so a last-ulp
@@ -369,6 +369,7 @@ static double predict_bound(gen *g, fz_opcode code, int n,
   case FZ_OP_FMA: return B[0] * B[1] + B[2];
   case FZ_OP_SUM: return reduced_count(g, ops[0], at) * B[0];
   case FZ_OP_PROD: return pow(fmax(B[0], 1), reduced_count(g, ops[0], at));
+  case FZ_OP_ARGMAX: case FZ_OP_ARGMIN: return reduced_count(g, ops[0], at);
   case FZ_OP_CAST:
     return fz_dtype_is_float(t->dtype) ? B[0] : floor(B[0]);
   case FZ_OP_FULL:
@@ -1207,6 +1208,10 @@ static fz_value *act_reduce(gen *g) {
                                     FZ_OP_PROD};
   static const int weights[] = {55, 20, 15, 10};
   fz_opcode code = codes[weighted(g, weights, 4)];
+  /* the position of the extreme instead, now and then (mk builds it only
+   * from an exact operand: its i64 result is discontinuous) */
+  if ((code == FZ_OP_AMAX || code == FZ_OP_AMIN) && chance(g, 30))
+    code = code == FZ_OP_AMAX ? FZ_OP_ARGMAX : FZ_OP_ARGMIN;
   fz_attrs at = {.num_dims = nd};
   memcpy(at.dims, dims, sizeof dims);
   double n = reduced_count(g, x, &at);

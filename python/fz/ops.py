@@ -379,6 +379,24 @@ class Ops:
     max = amax
     min = amin
 
+    def argmax(self, x, dim=None, keepdim=False):
+        """torch.argmax: the i64 position of the greatest element along
+        `dim`, or (dim=None) the flat row-major index over every axis;
+        ties and NaN go to the first position."""
+        return self._arg_reduce("argmax", x, dim, keepdim)
+
+    def argmin(self, x, dim=None, keepdim=False):
+        """torch.argmin, as argmax with the least element."""
+        return self._arg_reduce("argmin", x, dim, keepdim)
+
+    def _arg_reduce(self, op, x, dim, keepdim):
+        if dim is not None and not isinstance(dim, int):
+            raise ValueError("%s: dim must be an int or None, not %r"
+                             % (op, dim))
+        # dim=None: every axis (a rank-0 operand's position is 0)
+        dims = list(range(x.ndim)) if dim is None else [dim]
+        return self._reduce(op, x, dims, keepdim)
+
     def mean(self, x, dims=None, keepdim=False):
         """sum / (number of elements reduced), as torch.mean. The count is
         the product of the reduced extents: constants multiply into one

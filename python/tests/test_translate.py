@@ -304,6 +304,28 @@ def test_unsupported():
     assert "integers" in node_support(var)
 
 
+def test_argmax_argmin():
+    g = Graph()
+    x = g.input("x", Fake([4, 8]))
+    e = g.call("aten.exp.default", (x,), Fake([4, 8]))
+    a = g.call("aten.argmax.default", (e, -1), Fake([4], I64))
+    b = g.call("aten.argmin.default", (x, 0, True), Fake([1, 8], I64))
+    c = g.call("aten.argmax.default", (x,), Fake([], I64))
+    for n in (a, b, c):
+        assert node_support(n) is None, (n.target, node_support(n))
+    g.use(a, b, c)
+    t, text = build(g, [x], [a, b, c])
+    assert "= argmax %1 dims(1) : i64[4]" in text, text
+    assert "= argmin %0 dims(0) keepdim : i64[b1, 8]" in text, text
+    assert "= argmax %0 dims(0, 1) : i64 " in text, text
+    flag = g.input("flag", Fake([4], BOOL))
+    bad = g.call("aten.argmax.default", (flag, 0), Fake([], I64))
+    assert "bool" in node_support(bad), node_support(bad)
+    s = g.input("s", Fake([]))
+    zero = g.call("aten.argmin.default", (s,), Fake([], I64))
+    assert "rank-0" in node_support(zero), node_support(zero)
+
+
 def test_views_only_group_is_refused():
     g = Graph()
     x = g.input("x", Fake([4, 8]))

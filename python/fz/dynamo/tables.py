@@ -94,6 +94,8 @@ SPECIAL = {
     "aten.prod.default": "prod",
     "aten.amax.default": "amax",
     "aten.amin.default": "amin",
+    "aten.argmax.default": "argmax",
+    "aten.argmin.default": "argmin",
     "aten.mean.dim": "mean",
     "aten.mean.default": "mean",
     "aten.var.correction": "var",

@@ -166,6 +166,11 @@ def _special_support(node, name, kind):
     if what in ("sum", "prod", "amax", "amin", "mean", "var", "var_mean"):
         if first is None or first.dim() == 0:
             return "%s of a rank-0 tensor" % what
+    if what in ("argmax", "argmin"):
+        if first is None or first.dim() == 0:
+            return "%s of a rank-0 tensor" % what
+        if tables.fz_dtype(first.dtype) == "bool":
+            return "%s of bool" % what  # ATen refuses it too
     if what in ("var", "var_mean"):
         if first is not None and tables.fz_dtype(first.dtype) not in (
                 "f64", "f32", "f16", "bf16"):
@@ -501,6 +506,18 @@ class Translation:
 
     def _amin(self, node, out):
         return self._reduce("amin", node, out)
+
+    def _arg_reduce(self, op, node):
+        """aten.argmax/argmin(self, dim=None, keepdim=False)."""
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        return getattr(self.ops, op)(self.operand(node.args[0]), dim=dim,
+                                     keepdim=self._keepdim(node))
+
+    def _argmax(self, node, out):
+        return self._arg_reduce("argmax", node)
+
+    def _argmin(self, node, out):
+        return self._arg_reduce("argmin", node)
 
     def _wide(self, node):
         """The operand in the dtype ATen accumulates it in (f32 for
