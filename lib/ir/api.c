@@ -261,6 +261,12 @@ fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
   return fz_reduce(f, (fz_opcode)code, a, num_dims, dims, keepdim, err);
 }
 
+fz_value *fz_build_var(fz_fusion *f, fz_value *a, int num_dims,
+                       const int *dims, double correction, bool keepdim,
+                       fz_error *err) {
+  return fz_var(f, a, num_dims, dims, correction, keepdim, err);
+}
+
 /* Checks what every call that reads its operand before fz_build needs. */
 static bool check_operand(const fz_fusion *f, const fz_value *a,
                           const char *op, fz_error *err) {

@@ -41,7 +41,7 @@ bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs) {
   rs->count = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_REDUCE)
+    if (n->kind != FZ_NODE_REDUCE || fz_reduce_shares_state(p, rs, i))
       continue;
     int lanes = p->kind == FZ_PLAN_OUTER_REDUCTION ? p->vector : 1;
     if ((rs->count + 1) * lanes > FZ_LOWER_MAX_COLUMNS) {
@@ -64,6 +64,15 @@ bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs) {
 
 static size_t acc_size(fz_dtype acc) { return fz_dtype_size(acc); }
 
+/* Entry r's partial: its bytes and register type (fz_reduce_size/type). */
+static size_t entry_size(const fz_reduce_set *rs, int r) {
+  return fz_reduce_size(rs->code[r], rs->acc[r]);
+}
+
+static LLVMTypeRef entry_type(fz_emit *e, const fz_reduce_set *rs, int r) {
+  return fz_reduce_type(e, rs->code[r], rs->acc[r]);
+}
+
 void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
                          fz_reduce_layout *l) {
   bool inner = p->kind == FZ_PLAN_INNER_REDUCTION;
@@ -77,7 +86,7 @@ void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
      * 32 warps per block, so at most 32 values per reduction */
     if (l->warps_per_row > 1) {
       for (int r = 0; r < rs->count; r++)
-        l->scratch_bytes += acc_size(rs->acc[r]) * (size_t)p->block_y *
+        l->scratch_bytes += entry_size(rs, r) * (size_t)p->block_y *
                             (size_t)l->warps_per_row;
       l->columns_per_pass = rs->count;
     }
@@ -89,8 +98,8 @@ void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
    * columns per pass as the budget holds (at least one) */
   size_t widest = 0;
   for (int r = 0; r < rs->count; r++)
-    if (acc_size(rs->acc[r]) > widest)
-      widest = acc_size(rs->acc[r]);
+    if (entry_size(rs, r) > widest)
+      widest = entry_size(rs, r);
   size_t column = widest * (size_t)p->threads;
   int total = rs->count * l->lanes;
   int fit = (int)(SCRATCH_BUDGET / column);
@@ -116,10 +125,22 @@ LLVMValueRef fz_reduce_identity(fz_emit *e, fz_opcode code, fz_dtype acc) {
   case FZ_OP_AMIN:
     return fl ? LLVMConstReal(t, INFINITY)
               : LLVMConstInt(t, (unsigned long long)INT64_MAX, 1);
+  case FZ_OP_VAR:
+  case FZ_OP_MEAN:
+    return fz_welford_identity(e, acc);
   default:
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "%s is not a reduction",
                         fz_op_table[code].name);
   }
+}
+
+LLVMValueRef fz_reduce_accumulate(fz_emit *e, fz_opcode code, fz_dtype acc,
+                                  LLVMValueRef partial, LLVMValueRef x) {
+  if (!x)
+    return NULL;
+  if (fz_reduce_is_welford(code))
+    return fz_welford_update(e, acc, partial, x);
+  return fz_reduce_combine(e, code, acc, partial, x);
 }
 
 LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
@@ -134,6 +155,9 @@ LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
     return fz_emit_intrinsic2(e, fl ? "llvm.maximum" : "llvm.smax", a, b);
   case FZ_OP_AMIN:
     return fz_emit_intrinsic2(e, fl ? "llvm.minimum" : "llvm.smin", a, b);
+  case FZ_OP_VAR:
+  case FZ_OP_MEAN:
+    return fz_welford_combine(e, acc, a, b);
   default:
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "%s is not a reduction",
                         fz_op_table[code].name);
@@ -220,9 +244,9 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
               "warp.publish");
   size_t base = 0;
   for (int r = 0; r < rs->count; r++) {
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMTypeRef t = entry_type(e, rs, r);
     LLVMBuildStore(b, vals[r], scratch_ptr(k, bs, base, t, slot));
-    base += acc_size(rs->acc[r]) * (size_t)p->block_y * (size_t)wpr;
+    base += entry_size(rs, r) * (size_t)p->block_y * (size_t)wpr;
   }
   fz_if_end(e, &w);
   fz_emit_barrier(e);
@@ -236,7 +260,7 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
                    LLVMBuildSelect(b, has, lane, i32c(e, 0), ""), "");
   base = 0;
   for (int r = 0; r < rs->count; r++) {
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMTypeRef t = entry_type(e, rs, r);
     LLVMValueRef v =
         LLVMBuildLoad2(b, t, scratch_ptr(k, bs, base, t, from), "");
     LLVMValueRef id = fz_reduce_identity(e, rs->code[r], rs->acc[r]);
@@ -244,7 +268,7 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
     if (!(vals[r] =
               warp_reduce(e, rs->code[r], rs->acc[r], v, wpr, l->warp_mask)))
       return false;
-    base += acc_size(rs->acc[r]) * (size_t)p->block_y * (size_t)wpr;
+    base += entry_size(rs, r) * (size_t)p->block_y * (size_t)wpr;
   }
   return !e->failed;
 }
@@ -266,7 +290,7 @@ static bool column_pass(fz_kernel *k, const fz_reduce_set *rs,
   size_t column = l->column_bytes;
   for (int j = 0; j < n; j++) {
     int r = (first + j) / l->lanes;
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMTypeRef t = entry_type(e, rs, r);
     LLVMBuildStore(b, vals[first + j],
                    scratch_ptr(k, bs, column * (size_t)j, t, bs->tid));
   }
@@ -283,7 +307,7 @@ static bool column_pass(fz_kernel *k, const fz_reduce_set *rs,
     LLVMValueRef next[FZ_LOWER_MAX_COLUMNS];
     for (int j = 0; j < n; j++) {
       int r = (first + j) / l->lanes;
-      LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+      LLVMTypeRef t = entry_type(e, rs, r);
       LLVMValueRef o = LLVMBuildLoad2(
           b, t, scratch_ptr(k, bs, column * (size_t)j, t, partner), "");
       next[j] =
@@ -320,10 +344,12 @@ bool fz_emit_column_combine(fz_kernel *k, const fz_reduce_set *rs,
 /* ---- across the blocks of a split ---------------------------------------- */
 
 /* Element `index` (i64) of reduction r's workspace region: kept * split
- * accumulators a region, the widest accumulators' regions first (then in
+ * partials a region, the widest accumulators' regions first (then in
  * reduction order), so that every region starts at a multiple of its own
  * accumulator's size: an f32 region of 5 partials placed before an i64
- * one left the i64 partials at byte 20, and the H200 faulted on them. */
+ * one left the i64 partials at byte 20, and the H200 faulted on them. A
+ * Welford state is three accumulators: it is ordered by its accumulator
+ * and takes three times the room. */
 static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
                                   LLVMValueRef kept_split, LLVMValueRef index) {
   fz_emit *e = &k->e;
@@ -331,7 +357,7 @@ static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
   for (int q = 0; q < rs->count; q++) {
     size_t size = acc_size(rs->acc[q]);
     if (size > mine || (size == mine && q < r))
-      before += size;
+      before += entry_size(rs, q);
   }
   LLVMValueRef region = k->workspace;
   if (before) {
@@ -340,7 +366,7 @@ static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
                      LLVMConstInt(e->t_i64, (unsigned long long)before, 0), "");
     region = LLVMBuildInBoundsGEP2(e->b, e->t_i8, region, &bytes, 1, "");
   }
-  LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+  LLVMTypeRef t = entry_type(e, rs, r);
   return LLVMBuildInBoundsGEP2(e->b, t, region, &index, 1, "");
 }
 
@@ -426,7 +452,7 @@ LLVMValueRef fz_emit_grid_combine(fz_kernel *k, const fz_reduce_set *rs,
   LLVMValueRef s = LLVMBuildPhi(b, e->t_i64, "s");
   LLVMValueRef acc[FZ_LOWER_MAX_COLUMNS];
   for (int j = 0; j < total; j++)
-    acc[j] = LLVMBuildPhi(b, fz_emit_reg_type(e, rs->acc[j / lanes]), "");
+    acc[j] = LLVMBuildPhi(b, entry_type(e, rs, j / lanes), "");
   LLVMBuildCondBr(
       b, LLVMBuildAnd(b, active, LLVMBuildICmp(b, LLVMIntULT, s, split, ""), ""),
       body, done);
@@ -436,7 +462,7 @@ LLVMValueRef fz_emit_grid_combine(fz_kernel *k, const fz_reduce_set *rs,
   LLVMValueRef next[FZ_LOWER_MAX_COLUMNS];
   for (int j = 0; j < total; j++) {
     int r = j / lanes, ln = j % lanes;
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMTypeRef t = entry_type(e, rs, r);
     LLVMValueRef idx = LLVMBuildAdd(
         b, theirs, LLVMConstInt(e->t_i64, (unsigned long long)ln, 0), "");
     LLVMValueRef v =

@@ -368,6 +368,7 @@ static int finish(fz_dag *d, const frame *f) {
                                     .dtype = v->type.dtype,
                                     .num_operands = 1,
                                     .operands = {f->operands[0]},
+                                    .correction = v->def->correction,
                                     .value = v,
                                     .space = f->result_space},
                      f->m);

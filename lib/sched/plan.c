@@ -179,7 +179,7 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
     for (int i = 0; i < p->num_nodes; i++)
       if (p->nodes[i].kind == FZ_NODE_REDUCE &&
           p->nodes[i].space == FZ_SPACE_COLUMN)
-        bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
+        bytes += fz_reduce_partial_bytes(p->nodes[i].code, p->nodes[i].dtype);
     bool outer = p->kind == FZ_PLAN_OUTER_PERSISTENT;
     size_t rows = (size_t)p->grid_x + (outer ? 1 : 0);
     /* the results start at a 16-byte boundary after the partials */
@@ -188,7 +188,7 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
   size_t bytes = 0;
   for (int i = 0; i < p->num_nodes; i++)
     if (p->nodes[i].kind == FZ_NODE_REDUCE)
-      bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
+      bytes += fz_reduce_partial_bytes(p->nodes[i].code, p->nodes[i].dtype);
   return bytes * (size_t)fz_plan_kept_points(p) * (size_t)p->split;
 }
 
@@ -353,8 +353,11 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
                     dt);
       break;
     case FZ_NODE_REDUCE:
-      fz_buf_printf(b, "  n%d = reduce %s n%d : %s (accumulate %s)\n", i,
-                    fz_op_table[n->code].name, n->operands[0], dt,
+      fz_buf_printf(b, "  n%d = reduce %s n%d", i, fz_op_table[n->code].name,
+                    n->operands[0]);
+      if (n->code == FZ_OP_VAR) /* compiled in: part of the key */
+        fz_buf_printf(b, " correction(%.17g)", n->correction);
+      fz_buf_printf(b, " : %s (accumulate %s)\n", dt,
                     fz_dtype_name(fz_reduce_acc_dtype(n->dtype)));
       break;
     case FZ_NODE_SYMBOL: {
