@@ -4,7 +4,9 @@
  * dtype (fz_reduce_acc_dtype: f32 for f32/f16/bf16, f64, i64 for integers
  * and bool) and combine as the interpreter accumulates: sum adds, prod
  * multiplies, amax/amin take llvm.maximum/minimum on floats (NaN wins, as
- * in the interpreter) and smax/smin on integers.
+ * in the interpreter) and smax/smin on integers. var and mean partials
+ * are Welford states (welford.c), structs that move through the same
+ * paths: shuffles field by field, shared memory and the workspace whole.
  *
  * Partials cross threads in three ways, each reached by every thread of
  * the block so that no barrier or full-warp shuffle sits behind a branch
