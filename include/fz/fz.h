@@ -554,8 +554,9 @@ fz_value *fz_fusion_add_scalar(fz_fusion *fusion, const char *name,
 fz_value *fz_build_pointwise(fz_fusion *fusion, const char *op,
                              int num_operands, fz_value *const *operands,
                              fz_error *err);
-/* A reduction by keyword ("sum", "prod", "amax", "amin", and the
- * arg-reductions "argmax", "argmin") over dims, which may be in any order
+/* A reduction by keyword ("sum", "prod", "amax", "amin", "mean", and the
+ * arg-reductions "argmax", "argmin"; "var" takes a correction:
+ * fz_build_var) over dims, which may be in any order
  * and negative (counted from the end, as in PyTorch: see Dims above); a
  * repeated axis is an error. keepdim leaves b1 axes in their place. */
 fz_value *fz_build_reduction(fz_fusion *fusion, const char *op, fz_value *a,
@@ -570,6 +571,17 @@ fz_value *fz_build_reduction(fz_fusion *fusion, const char *op, fz_value *a,
 fz_value *fz_build_arg_reduction(fz_fusion *fusion, const char *op,
                                  fz_value *a, int dim, bool all_dims,
                                  bool keepdim, fz_error *err);
+/* The variance over dims (fz_build_reduction's rules; "mean" is a
+ * reduction keyword of its own) with Bessel's `correction`, a finite
+ * number >= 0 (torch.var's correction, 1 by default there): the squared
+ * distances from the mean summed, over max(0, count - correction), so a
+ * correction >= count gives inf (NaN for a constant input), as in
+ * PyTorch. Floating-point operands only; f16 and bf16 compute in f32. A
+ * var and a mean of the same operand over the same dims are computed in
+ * one pass (docs/format.md). */
+fz_value *fz_build_var(fz_fusion *fusion, fz_value *a, int num_dims,
+                       const int *dims, double correction, bool keepdim,
+                       fz_error *err);
 /* Expands a's b1 axes: extents has rank(a) entries. For a b1 axis, a
  * constant other than 1 or a symbol expands it (b1->E); 1 or
  * FZ_EXTENT_BROADCAST leaves it. Every other axis must be given its own

@@ -304,6 +304,7 @@ struct fz_op {
   fz_scalar iota_start;     /* IOTA: start and step (default 0, 1) */
   fz_scalar iota_step;
   int symbol;               /* SYMBOL: index into fusion->symbols */
+  double correction;        /* VAR: divisor is max(0, count - correction) */
   fz_loc loc;
 };
 
@@ -427,6 +428,7 @@ typedef struct fz_attrs {
   fz_scalar iota_start, iota_step;
   bool has_iota_start, has_iota_step;
   int symbol; /* symbol: the index of the symbol read */
+  double correction; /* var: finite, >= 0 (zero-initialised: 0) */
 } fz_attrs;
 
 /* Create an op and its result with inferred dtype and shape. Rank-0
@@ -499,6 +501,12 @@ fz_value *fz_set(fz_fusion *f, fz_value *a, fz_error *err);
 fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
                   fz_error *err);
 fz_value *fz_read_symbol(fz_fusion *f, int symbol, fz_error *err);
+/* var over `dims` (fz_reduce's rules) with Bessel's `correction` (finite,
+ * >= 0; 1 is torch.var's default): sum((x - mean)^2) / max(0, count -
+ * correction), so a correction >= count gives inf, or NaN for a constant
+ * input, as PyTorch does. Floats only; f16/bf16 compute in f32. */
+fz_value *fz_var(fz_fusion *f, fz_value *a, int num_dims, const int *dims,
+                 double correction, bool keepdim, fz_error *err);
 
 /* Declare the result's layout (alloc_order is a permutation of its logical
  * axes, outermost first; contiguous may be NULL for all-contiguous, else

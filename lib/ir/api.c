@@ -278,6 +278,12 @@ fz_value *fz_build_arg_reduction(fz_fusion *f, const char *op, fz_value *a,
                    err);
 }
 
+fz_value *fz_build_var(fz_fusion *f, fz_value *a, int num_dims,
+                       const int *dims, double correction, bool keepdim,
+                       fz_error *err) {
+  return fz_var(f, a, num_dims, dims, correction, keepdim, err);
+}
+
 /* Checks what every call that reads its operand before fz_build needs. */
 static bool check_operand(const fz_fusion *f, const fz_value *a,
                           const char *op, fz_error *err) {

@@ -15,6 +15,7 @@
 #include "fz/ir.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,6 +398,14 @@ static fz_status check_arg(infer_ctx *c, fz_opcode code, const fz_value *a,
 static fz_status infer_reduction(infer_ctx *c, fz_opcode code,
                                  const fz_value *a, const fz_attrs *attrs,
                                  fz_type *out) {
+  if ((fz_op_table[code].flags & FZ_F_FLOAT_ONLY) &&
+      !fz_dtype_is_float(a->type.dtype))
+    return fail(c, "is only defined on floating-point operands, not %s (as "
+                   "in PyTorch); cast them first",
+                fz_dtype_name(a->type.dtype));
+  if (code == FZ_OP_VAR && !(attrs->correction >= 0 && isfinite(attrs->correction)))
+    return fail(c, "correction %g must be a finite number >= 0",
+                attrs->correction);
   if (attrs->num_dims == 0)
     return fail(c, "needs at least one dim to reduce");
   fz_status st =

@@ -182,4 +182,12 @@ fz_status fz_interp_arg_reduce(fz_opcode code, const fz_iview *src,
 /* Evaluates op into *res (its operands' views are live). */
 fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res);
 
+/* ---- interp_moments.c ---------------------------------------------------- */
+
+/* var or mean of src over its `reduced` axes into the dense result res
+ * (out_strides: res's stride per source axis, 0 for the reduced ones). */
+fz_status fz_interp_moments(fz_interp *in, const fz_op *op, const fz_iview *src,
+                            const bool *reduced, const int64_t *out_strides,
+                            fz_iview *res);
+
 #endif

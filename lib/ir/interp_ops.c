@@ -305,6 +305,8 @@ static fz_status eval_reduction(fz_interp *in, const fz_op *op, fz_iview *res) {
     }
   }
   int64_t n = fz_iview_count(res);
+  if (op->code == FZ_OP_VAR || op->code == FZ_OP_MEAN)
+    return fz_interp_moments(in, op, src, reduced, out_strides, res);
   bool arg = fz_op_table[op->code].flags & FZ_F_ARG;
   if ((op->code == FZ_OP_AMAX || op->code == FZ_OP_AMIN || arg) && n > 0 &&
       empty)

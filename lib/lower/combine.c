@@ -4,7 +4,9 @@
  * dtype (fz_reduce_acc_dtype: f32 for f32/f16/bf16, f64, i64 for integers
  * and bool) and combine as the interpreter accumulates: sum adds, prod
  * multiplies, amax/amin take llvm.maximum/minimum on floats (NaN wins, as
- * in the interpreter) and smax/smin on integers.
+ * in the interpreter) and smax/smin on integers. var and mean partials
+ * are Welford states (welford.c), structs that move through the same
+ * paths: shuffles field by field, shared memory and the workspace whole.
  *
  * Partials cross threads in three ways, each reached by every thread of
  * the block so that no barrier or full-warp shuffle sits behind a branch
@@ -41,7 +43,7 @@ bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs) {
   rs->count = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_REDUCE)
+    if (n->kind != FZ_NODE_REDUCE || fz_reduce_shares_state(p, rs, i))
       continue;
     int lanes = p->kind == FZ_PLAN_OUTER_REDUCTION ? p->vector : 1;
     if ((rs->count + 1) * lanes > FZ_LOWER_MAX_COLUMNS) {
@@ -67,11 +69,17 @@ static bool is_arg(fz_opcode code) {
 }
 
 LLVMTypeRef fz_reduce_state_type(fz_emit *e, fz_opcode code, fz_dtype acc) {
-  return is_arg(code) ? fz_arg_state_type(e, acc) : fz_emit_reg_type(e, acc);
+  if (is_arg(code))
+    return fz_arg_state_type(e, acc);
+  if (fz_reduce_is_welford(code))
+    return fz_welford_state_type(e, acc);
+  return fz_emit_reg_type(e, acc);
 }
 
 size_t fz_reduce_state_bytes(fz_opcode code, fz_dtype acc) {
-  return is_arg(code) ? FZ_ARG_STATE_BYTES : fz_dtype_size(acc);
+  if (is_arg(code))
+    return FZ_ARG_STATE_BYTES;
+  return (fz_reduce_is_welford(code) ? 3 : 1) * fz_dtype_size(acc);
 }
 
 LLVMValueRef fz_reduce_input(fz_emit *e, fz_opcode code, fz_dtype acc,
@@ -80,13 +88,6 @@ LLVMValueRef fz_reduce_input(fz_emit *e, fz_opcode code, fz_dtype acc,
   if (is_arg(code))
     return fz_arg_input(e, acc, x, from, position);
   return fz_emit_convert(e, x, from, acc);
-}
-
-LLVMValueRef fz_reduce_output(fz_emit *e, fz_opcode code, fz_dtype acc,
-                              LLVMValueRef state, fz_dtype to) {
-  if (is_arg(code))
-    return fz_arg_position(e, state);
-  return fz_emit_convert(e, state, acc, to);
 }
 
 /* The type and bytes of reduction r's partials. */
@@ -153,10 +154,22 @@ LLVMValueRef fz_reduce_identity(fz_emit *e, fz_opcode code, fz_dtype acc) {
   case FZ_OP_ARGMAX:
   case FZ_OP_ARGMIN:
     return fz_arg_identity(e, code, acc);
+  case FZ_OP_VAR:
+  case FZ_OP_MEAN:
+    return fz_welford_identity(e, acc);
   default:
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "%s is not a reduction",
                         fz_op_table[code].name);
   }
+}
+
+LLVMValueRef fz_reduce_accumulate(fz_emit *e, fz_opcode code, fz_dtype acc,
+                                  LLVMValueRef partial, LLVMValueRef x) {
+  if (!x)
+    return NULL;
+  if (fz_reduce_is_welford(code))
+    return fz_welford_update(e, acc, partial, x);
+  return fz_reduce_combine(e, code, acc, partial, x);
 }
 
 LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
@@ -174,6 +187,9 @@ LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
   case FZ_OP_ARGMAX:
   case FZ_OP_ARGMIN:
     return fz_arg_combine(e, code, acc, a, b);
+  case FZ_OP_VAR:
+  case FZ_OP_MEAN:
+    return fz_welford_combine(e, acc, a, b);
   default:
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "%s is not a reduction",
                         fz_op_table[code].name);
@@ -360,10 +376,12 @@ bool fz_emit_column_combine(fz_kernel *k, const fz_reduce_set *rs,
 /* ---- across the blocks of a split ---------------------------------------- */
 
 /* Element `index` (i64) of reduction r's workspace region: kept * split
- * accumulators a region, the widest accumulators' regions first (then in
+ * partials a region, the widest accumulators' regions first (then in
  * reduction order), so that every region starts at a multiple of its own
  * accumulator's size: an f32 region of 5 partials placed before an i64
- * one left the i64 partials at byte 20, and the H200 faulted on them. */
+ * one left the i64 partials at byte 20, and the H200 faulted on them. A
+ * Welford state is three accumulators: it is ordered by its accumulator
+ * and takes three times the room. */
 static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
                                   LLVMValueRef kept_split, LLVMValueRef index) {
   fz_emit *e = &k->e;

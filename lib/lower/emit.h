@@ -296,8 +296,14 @@ typedef struct fz_reduce_layout {
   int columns_per_pass;
 } fz_reduce_layout;
 
-/* Fails (UNSUPPORTED) when reductions * lanes exceed FZ_LOWER_MAX_COLUMNS. */
+/* Fails (UNSUPPORTED) when reductions * lanes exceed FZ_LOWER_MAX_COLUMNS.
+ * A var or mean whose state an earlier entry keeps gets no entry of its
+ * own (fz_reduce_entry_of finds it). */
 bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs);
+/* One element x (in the accumulator dtype) into a partial: combined, or
+ * for var and mean a Welford update. */
+LLVMValueRef fz_reduce_accumulate(fz_emit *e, fz_opcode code, fz_dtype acc,
+                                  LLVMValueRef partial, LLVMValueRef x);
 void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
                          fz_reduce_layout *l);
 LLVMValueRef fz_reduce_identity(fz_emit *e, fz_opcode code, fz_dtype acc);
@@ -305,19 +311,18 @@ LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
                                LLVMValueRef a, LLVMValueRef b);
 
 /* A partial of reduction `code` over accumulator dtype acc: its LLVM
- * type (the register form of acc, or an arg-reduction's pair), its bytes
- * in shared memory and workspaces, a partial made of one element x (in
- * dtype `from`; `position` is its i64 position for an arg-reduction, NULL
- * otherwise), and the result in dtype `to` of a final partial. For the
- * reductions without a pair these are fz_emit_reg_type, the dtype's size
- * and fz_emit_convert. */
+ * type (the register form of acc, an arg-reduction's pair or a Welford
+ * state), its bytes in shared memory and workspaces, and a partial made
+ * of one element x (in dtype `from`; `position` is its i64 position for
+ * an arg-reduction, NULL otherwise; fz_reduce_accumulate folds it in).
+ * For sum, prod, amax and amin these are fz_emit_reg_type, the dtype's
+ * size and fz_emit_convert. A final partial's value is fz_reduce_value
+ * (welford.c). */
 LLVMTypeRef fz_reduce_state_type(fz_emit *e, fz_opcode code, fz_dtype acc);
 size_t fz_reduce_state_bytes(fz_opcode code, fz_dtype acc);
 LLVMValueRef fz_reduce_input(fz_emit *e, fz_opcode code, fz_dtype acc,
                              LLVMValueRef x, fz_dtype from,
                              LLVMValueRef position);
-LLVMValueRef fz_reduce_output(fz_emit *e, fz_opcode code, fz_dtype acc,
-                              LLVMValueRef state, fz_dtype to);
 
 /* ---- argreduce.c --------------------------------------------------------- */
 
@@ -374,10 +379,16 @@ void fz_emit_barrier(fz_emit *e);
  * GPU before any of its later writes. */
 void fz_emit_fence_gpu(fz_emit *e);
 /* shfl.sync.bfly: v (f32, f64, i32 or i64) of lane (laneid ^ offset), for
- * the threads of `mask`; 64-bit values move as two 32-bit halves, a
- * struct of them (an arg-reduction's pair) field by field. */
+ * the threads of `mask`; 64-bit values move as two 32-bit halves, structs
+ * (an arg-reduction's pair, a Welford state) field by field. */
 LLVMValueRef fz_emit_shfl_bfly(fz_emit *e, LLVMValueRef v, int offset,
                                unsigned mask);
+/* A struct value with `f` applied to each field (f(e, field, ctx)); NULL
+ * when any call fails. How a shuffle moves a Welford state. */
+LLVMValueRef fz_emit_map_fields(fz_emit *e, LLVMValueRef v,
+                                LLVMValueRef (*f)(fz_emit *, LLVMValueRef,
+                                                  void *),
+                                void *ctx);
 /* A call of the llvm.* intrinsic `name` with the given overload types. */
 LLVMValueRef fz_emit_intrinsic(fz_emit *e, const char *name,
                                LLVMTypeRef *overloads, int num_overloads,
@@ -389,5 +400,26 @@ LLVMValueRef fz_emit_intrinsic2(fz_emit *e, const char *name, LLVMValueRef a,
 /* __nv_<base>f for float arguments, __nv_<base> for double. */
 LLVMValueRef fz_emit_libdevice(fz_emit *e, const char *base, LLVMValueRef *args,
                                int num_args);
+
+/* ---- welford.c: var and mean as Welford states -------------------------- */
+
+/* The register type of a var or mean partial: a struct of three (mean,
+ * m2, count) in the accumulator dtype (fz_reduce_state_type asks). */
+LLVMTypeRef fz_welford_state_type(fz_emit *e, fz_dtype acc);
+LLVMValueRef fz_welford_identity(fz_emit *e, fz_dtype acc);
+LLVMValueRef fz_welford_combine(fz_emit *e, fz_dtype acc, LLVMValueRef a,
+                                LLVMValueRef b);
+LLVMValueRef fz_welford_update(fz_emit *e, fz_dtype acc, LLVMValueRef state,
+                               LLVMValueRef x);
+/* The entry of rs whose partial gives REDUCE node `node`: its own, or the
+ * Welford state of an entry with the same operand, space, phase and
+ * accumulator; -1 when none. */
+int fz_reduce_entry_of(const fz_plan *p, const fz_reduce_set *rs, int node);
+/* Whether `node` is a var or mean that an entry of rs already serves. */
+bool fz_reduce_shares_state(const fz_plan *p, const fz_reduce_set *rs,
+                            int node);
+/* REDUCE node n's value, in n->dtype, from its entry's final partial. */
+LLVMValueRef fz_reduce_value(fz_emit *e, const fz_plan_node *n, fz_dtype acc,
+                             LLVMValueRef partial);
 
 #endif

@@ -79,9 +79,17 @@ static LLVMValueRef i32c(fz_emit *e, unsigned v) {
 }
 
 /* shfl.sync.idx from lane 0 of the warp: what lane 0 holds, everywhere. */
+static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask);
+
+static LLVMValueRef lane0_field(fz_emit *e, LLVMValueRef v, void *mask) {
+  return shfl_lane0(e, v, *(const unsigned *)mask);
+}
+
 static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask) {
   LLVMTypeRef t = LLVMTypeOf(v);
   LLVMBuilderRef b = e->b;
+  if (LLVMGetTypeKind(t) == LLVMStructTypeKind) /* a Welford state */
+    return fz_emit_map_fields(e, v, lane0_field, &mask);
   if (t == e->t_f32 || t == e->t_i32) {
     LLVMValueRef args[4] = {i32c(e, mask), v, i32c(e, 0), i32c(e, 0x1f)};
     return fz_emit_intrinsic(e,
@@ -361,7 +369,7 @@ static void round_set(pers *s, int round, fz_reduce_set *rs) {
   for (int i = 0; i < p->num_nodes && rs->count < FZ_LOWER_MAX_COLUMNS; i++) {
     const fz_plan_node *n = &p->nodes[i];
     if (n->kind != FZ_NODE_REDUCE || n->space != FZ_SPACE_ROW ||
-        n->phase != round + 1)
+        n->phase != round + 1 || fz_reduce_shares_state(p, rs, i))
       continue;
     rs->node[rs->count] = i;
     rs->code[rs->count] = n->code;
@@ -595,6 +603,11 @@ static LLVMValueRef thread_partial(pers *s, const fz_reduce_set *rs, int r) {
                           from, at >= 0 ? pers_full(s, g, at)[l] : NULL);
       if (!v)
         return NULL;
+      if (fz_reduce_is_welford(rs->code[r])) { /* a group past the end: none */
+        LLVMValueRef u = fz_welford_update(e, rs->acc[r], lane[l], v);
+        lane[l] = LLVMBuildSelect(b, s->gactive[g], u, lane[l], "");
+        continue;
+      }
       v = LLVMBuildSelect(b, s->gactive[g], v, id, "");
       lane[l] = fz_reduce_combine(e, rs->code[r], rs->acc[r], lane[l], v);
       if (!lane[l])
@@ -607,6 +620,27 @@ static LLVMValueRef thread_partial(pers *s, const fz_reduce_set *rs, int r) {
                                         lane[l + w])))
         return NULL;
   return lane[0];
+}
+
+/* The vars and means of the round that share an entry's Welford state:
+ * their values from that state. */
+static bool welford_partners(pers *s, const fz_reduce_set *rs,
+                             LLVMValueRef *vals) {
+  fz_emit *e = &s->k->e;
+  const fz_plan *p = s->p;
+  for (int i = 0; i < p->num_nodes; i++) {
+    if (p->nodes[i].kind != FZ_NODE_REDUCE || *row_done(s, i) ||
+        !fz_reduce_shares_state(p, rs, i))
+      continue;
+    int r = fz_reduce_entry_of(p, rs, i);
+    LLVMValueRef v = fz_reduce_value(e, &p->nodes[i], rs->acc[r], vals[r]);
+    if (!v)
+      return false;
+    fz_set_name(v, "row.n%d", i);
+    s->rowt[(size_t)i * (size_t)s->V] = v;
+    *row_done(s, i) = true;
+  }
+  return !e->failed;
 }
 
 /* The row REDUCE nodes of phase round + 1, all-reduced over the row. */
@@ -635,15 +669,14 @@ static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
         !(vals[r] = shfl_lane0(e, vals[r], lay.warp_mask)))
       return false;
     int i = rs->node[r];
-    LLVMValueRef v = fz_reduce_output(e, rs->code[r], rs->acc[r], vals[r],
-                                      p->nodes[i].dtype);
+    LLVMValueRef v = fz_reduce_value(e, &p->nodes[i], rs->acc[r], vals[r]);
     if (!v)
       return false;
     fz_set_name(v, "row.n%d", i);
     s->rowt[(size_t)i * (size_t)s->V] = v;
     *row_done(s, i) = true;
   }
-  return !e->failed;
+  return welford_partners(s, rs, vals);
 }
 
 /* Column partials of the nodes whose operand is ready in this round, for

@@ -285,7 +285,7 @@ static bool slot_accumulate(red *r, int u) {
                           p->nodes[o].dtype, pos ? pos[l] : NULL);
       LLVMValueRef a = LLVMBuildLoad2(e->b, t, *acc_slot(r, j, l), "");
       LLVMValueRef s =
-          v ? fz_reduce_combine(e, r->rs.code[j], r->rs.acc[j], a, v) : NULL;
+          fz_reduce_accumulate(e, r->rs.code[j], r->rs.acc[j], a, v);
       if (!s)
         return false;
       LLVMBuildStore(e->b, s, *acc_slot(r, j, l));
@@ -354,7 +354,6 @@ static bool epilogue(red *r, const LLVMValueRef *finals, int lanes) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
   LLVMValueRef *t = table(r, p->unroll);
-  int j = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
     if (n->space != FZ_SPACE_ROW)
@@ -362,11 +361,10 @@ static bool epilogue(red *r, const LLVMValueRef *finals, int lanes) {
     bool ok;
     switch (n->kind) {
     case FZ_NODE_REDUCE: {
+      int j = fz_reduce_entry_of(p, &r->rs, i);
       LLVMValueRef *out = fz_slot_val(p, t, i);
       for (int l = 0; l < lanes; l++)
-        out[l] = fz_reduce_output(e, r->rs.code[j], r->rs.acc[j],
-                                  finals[j * lanes + l], n->dtype);
-      j++;
+        out[l] = fz_reduce_value(e, n, r->rs.acc[j], finals[j * lanes + l]);
       ok = !e->failed;
       break;
     }

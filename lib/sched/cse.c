@@ -72,7 +72,7 @@ static bool attrs_equal(const fz_op *a, const fz_op *b) {
   fz_dtype dtype = a->result->type.dtype;
   switch (fz_op_table[a->code].kind) {
   case FZ_KIND_REDUCTION:
-    if (a->keepdim != b->keepdim)
+    if (a->keepdim != b->keepdim || a->correction != b->correction)
       return false;
     /* fall through */
   case FZ_KIND_BROADCAST:

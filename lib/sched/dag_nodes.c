@@ -373,6 +373,7 @@ static int finish(fz_dag *d, const frame *f) {
                                     .dtype = v->type.dtype,
                                     .num_operands = 1,
                                     .operands = {f->operands[0]},
+                                    .correction = v->def->correction,
                                     .value = v,
                                     .space = f->result_space};
     if (fz_plan_node_is_arg(&r)) { /* and the value's position */

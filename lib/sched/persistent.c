@@ -339,6 +339,13 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
             d, op->result, "row reductions reduce different axes (%s)", label);
       rcols = reduced;
     } else {
+      /* the column combine has no Welford states: a reduction kernel
+       * computes such a var or mean, in a segment of its own */
+      if (fz_reduce_is_welford(op->code))
+        return fz_dag_decline_at(d, op->result,
+                                 "%s is a column %s (only row reductions "
+                                 "keep Welford states here)",
+                                 label, fz_op_table[op->code].name);
       mixed_columns |= columns && ccols != reduced;
       ccols = reduced;
       columns = true;

@@ -360,8 +360,11 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
                       fz_dtype_name(fz_plan_reduce_acc(p, n)));
         break;
       }
-      fz_buf_printf(b, "  n%d = reduce %s n%d : %s (accumulate %s)\n", i,
-                    fz_op_table[n->code].name, n->operands[0], dt,
+      fz_buf_printf(b, "  n%d = reduce %s n%d", i, fz_op_table[n->code].name,
+                    n->operands[0]);
+      if (n->code == FZ_OP_VAR) /* compiled in: part of the key */
+        fz_buf_printf(b, " correction(%.17g)", n->correction);
+      fz_buf_printf(b, " : %s (accumulate %s)\n", dt,
                     fz_dtype_name(fz_reduce_acc_dtype(n->dtype)));
       break;
     case FZ_NODE_SYMBOL: {

@@ -134,6 +134,7 @@ typedef struct fz_plan_node {
   fz_scalar step;    /* IOTA */
   int64_t coeff[FZ_MAX_RANK]; /* IOTA */
   int symbol;                 /* SYMBOL: index into fusion->symbols */
+  double correction;          /* REDUCE var: Bessel's correction */
   const fz_value *value; /* the fusion value this node computes (printing) */
   /* Reduction plans: FULL nodes are evaluated at every point of the full
    * space (the prologue, feeding REDUCE nodes, and full-space stores) and
@@ -335,6 +336,12 @@ int64_t fz_plan_rows(const fz_plan *plan);
 int64_t fz_plan_row_points(const fz_plan *plan);
 fz_dtype fz_reduce_acc_dtype(fz_dtype result);
 int64_t fz_plan_num_tiles(const fz_plan *plan); /* transpose: tiles */
+/* var and mean: REDUCE codes whose partials are Welford states (count,
+ * mean, m2), each three accumulators wide (welford_plan.c). */
+bool fz_reduce_is_welford(fz_opcode code);
+/* The bytes of one partial of a REDUCE node of `code` with result dtype
+ * `result`: its accumulator, or a Welford state of three. */
+size_t fz_reduce_partial_bytes(fz_opcode code, fz_dtype result);
 size_t fz_plan_workspace_bytes(const fz_plan *plan);
 size_t fz_plan_counter_bytes(const fz_plan *plan);
 

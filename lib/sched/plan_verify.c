@@ -100,7 +100,8 @@ static fz_status verify_access(const fz_plan *p, int i, fz_error *err) {
 
 static bool is_reduce_code(fz_opcode code) {
   return code == FZ_OP_SUM || code == FZ_OP_PROD || code == FZ_OP_AMAX ||
-         code == FZ_OP_AMIN || code == FZ_OP_ARGMAX || code == FZ_OP_ARGMIN;
+         code == FZ_OP_AMIN || code == FZ_OP_ARGMAX || code == FZ_OP_ARGMIN ||
+         fz_reduce_is_welford(code);
 }
 
 static const char *op_name(fz_opcode code) {

@@ -30,6 +30,7 @@ static void attrs_of(const fz_op *op, fz_attrs *a) {
   a->iota_step = op->iota_step;
   a->has_iota_start = a->has_iota_step = true;
   a->symbol = op->symbol; /* the same index: symbols are copied in order */
+  a->correction = op->correction;
 }
 
 static fz_value *copy_literal(fz_fusion *f, const fz_value *v) {

@@ -370,6 +370,10 @@ static double predict_bound(gen *g, fz_opcode code, int n,
   case FZ_OP_SUM: return reduced_count(g, ops[0], at) * B[0];
   case FZ_OP_PROD: return pow(fmax(B[0], 1), reduced_count(g, ops[0], at));
   case FZ_OP_ARGMAX: case FZ_OP_ARGMIN: return reduced_count(g, ops[0], at);
+  case FZ_OP_MEAN: return B[0];
+  /* m2 / count <= B^2, and count / (count - correction) <= 2 for the
+   * corrections act_reduce picks (0 and 0.5) */
+  case FZ_OP_VAR: return 2 * B[0] * B[0];
   case FZ_OP_CAST:
     return fz_dtype_is_float(t->dtype) ? B[0] : floor(B[0]);
   case FZ_OP_FULL:
@@ -529,6 +533,16 @@ static fz_value *mk_dims(gen *g, fz_opcode code, fz_value *a, int nd,
   fz_attrs at = {.num_dims = nd, .keepdim = keepdim};
   memcpy(at.dims, dims, sizeof dims[0] * (size_t)nd);
   return mk(g, code, 1, &a, &at);
+}
+
+/* var with correction 0 or 0.5: below every count (a reduced extent of 1
+ * included), so never inf or NaN. */
+static fz_value *var_dims(gen *g, fz_value *a, int nd, const int *dims,
+                          bool keepdim) {
+  fz_attrs at = {.num_dims = nd, .keepdim = keepdim,
+                 .correction = chance(g, 50) ? 0.5 : 0};
+  memcpy(at.dims, dims, sizeof dims[0] * (size_t)nd);
+  return mk(g, FZ_OP_VAR, 1, &a, &at);
 }
 
 static fz_value *mk_shape(gen *g, fz_opcode code, fz_value *a,
@@ -1212,6 +1226,11 @@ static fz_value *act_reduce(gen *g) {
    * from an exact operand: its i64 result is discontinuous) */
   if ((code == FZ_OP_AMAX || code == FZ_OP_AMIN) && chance(g, 30))
     code = code == FZ_OP_AMAX ? FZ_OP_ARGMAX : FZ_OP_ARGMIN;
+  /* var and mean (Welford states) in place of some sums of floats; var
+   * only of exact values: where its result is small (a small spread) an
+   * operand's rounding error would be larger than the tolerance */
+  if (code == FZ_OP_SUM && fz_dtype_is_float(x->type.dtype) && chance(g, 30))
+    code = inf(g, x)->exact && chance(g, 50) ? FZ_OP_VAR : FZ_OP_MEAN;
   fz_attrs at = {.num_dims = nd};
   memcpy(at.dims, dims, sizeof dims);
   double n = reduced_count(g, x, &at);
@@ -1226,7 +1245,8 @@ static fz_value *act_reduce(gen *g) {
   }
   if (!x)
     return NULL;
-  fz_value *r = mk_dims(g, code, x, nd, dims, chance(g, 50));
+  fz_value *r = code == FZ_OP_VAR ? var_dims(g, x, nd, dims, chance(g, 50))
+                                  : mk_dims(g, code, x, nd, dims, chance(g, 50));
   if (r) {
     inf(g, r)->post = true;
     g->num_reductions++;

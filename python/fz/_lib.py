@@ -126,6 +126,7 @@ PROTOTYPES = {
     "fz_fusion_add_scalar": (_P, [_P, _S, _I, _E]),
     "fz_build_pointwise": (_P, [_P, _S, _I, ctypes.POINTER(_P), _E]),
     "fz_build_reduction": (_P, [_P, _S, _P, _I, _PI, _B, _E]),
+    "fz_build_var": (_P, [_P, _P, _I, _PI, _D, _B, _E]),
     "fz_build_expand": (_P, [_P, _P, _PI64, _PS, _E]),
     "fz_build_reshape": (_P, [_P, _P, _I, _PI64, _PS, _E]),
     "fz_build_full": (_P, [_P, _I, _I, _PI64, _PS, _D, _E]),

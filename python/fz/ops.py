@@ -443,6 +443,50 @@ class Ops:
                 err)
         return fd._record(s.ndim, "mean", build)
 
+    # -- moments: var and mean from one Welford state
+
+    def _moment_dims(self, x, dims, op):
+        if isinstance(dims, int):
+            dims = [dims]
+        if x.ndim == 0:  # as torch: 0 and -1 name a scalar
+            dims = list(dims or [])
+            if len(dims) > 1 or any(d not in (0, -1) for d in dims):
+                raise ValueError("%s: dims %r do not fit a rank-0 tensor"
+                                 % (op, dims))
+            return dims
+        if not dims:  # None or []: every axis, as torch.var
+            return list(range(x.ndim))
+        return _norm_dims(dims, x.ndim, op)
+
+    def var(self, x, dims=None, correction=1, keepdim=False):
+        """torch.var(x, dims, correction=correction, keepdim=keepdim):
+        the squared distances from the mean summed, over max(0, count -
+        correction). Floating-point tensors only; f16 and bf16 compute in
+        f32. The count is counted at run time, so sizes may be symbolic."""
+        dims = self._moment_dims(x, dims, "var")
+        ndim = x.ndim if keepdim or not x.ndim else x.ndim - len(dims)
+        correction = float(correction)
+
+        def build(b):
+            return b.lib.fz_build_var(
+                b.fusion, b.value(x), len(dims), _lib.ints(dims), correction,
+                keepdim, ctypes.byref(b.err))
+        return self._fd._record(ndim, "var", build)
+
+    def var_mean(self, x, dims=None, correction=1, keepdim=False):
+        """(var, mean), as torch.var_mean: the two are computed from one
+        Welford state in one pass over x (the `mean` reduction, not
+        sum / count)."""
+        dims = self._moment_dims(x, dims, "var_mean")
+        v = self.var(x, dims, correction, keepdim)
+        ndim = x.ndim if keepdim or not x.ndim else x.ndim - len(dims)
+
+        def build(b):
+            return b.lib.fz_build_reduction(
+                b.fusion, b"mean", b.value(x), len(dims), _lib.ints(dims),
+                keepdim, ctypes.byref(b.err))
+        return v, self._fd._record(ndim, "mean", build)
+
     # -- casts and shape ops
 
     def cast(self, x, dtype):

@@ -194,8 +194,9 @@ def test_layer_norm_forward():
     t, text = build(g, [x, w], [y, mean, rstd])
     assert t.out_plan == [("fz", 0), ("fz", 1), ("fz", 2)], t.out_plan
     assert [i.index for i in t.fz_inputs] == [0, 1]
-    for op in ("sum", "rsqrt", "sub", "mul", "broadcast"):
+    for op in ("var", "mean", "rsqrt", "sub", "mul", "broadcast"):
         assert op in text, (op, text)
+    assert "correction(0)" in text and " sum " not in text, text
     assert "f32[4, 8]" in text and "b1" in text, text
 
 
@@ -284,6 +285,25 @@ def test_symbol_bound_by_a_later_input():
     g.use(a)
     t, text = build(g, [y, x], [a])
     assert "b1->s0" in text, text
+
+
+def test_var_mean_over_run_time_sizes():
+    # the count of a var with correction 1 over s1 is a run-time value:
+    # one var and one mean reduction, no literal count, no sum
+    s0, s1 = SymInt(Expr("s0", True), 5), SymInt(Expr("s1", True), 7)
+    g = Graph()
+    x = g.input("x", Fake([s0, s1]))
+    vm = g.call("aten.var_mean.correction", (x, [1]),
+                (Fake([s0]), Fake([s0])), correction=1)
+    var = g.call(operator.getitem, (vm, 0), Fake([s0]))
+    mean = g.call(operator.getitem, (vm, 1), Fake([s0]))
+    v2 = g.call("aten.var.correction", (x, [0]), Fake([s1]), correction=2.5,
+                keepdim=False)
+    g.use(var, mean, v2)
+    t, text = build(g, [x], [var, mean, v2])
+    assert " = var %" in text and " = mean %" in text, text
+    assert "correction(1)" in text and "correction(2.5)" in text, text
+    assert " sum " not in text and "f32[s0, s1]" in text, text
 
 
 def test_unsupported():

@@ -527,16 +527,6 @@ class Translation:
             x = self.ops.cast(x, "f32")
         return x
 
-    def _count(self, node, dims):
-        """The number of elements the dims hold, when static."""
-        n = 1
-        for d in dims:
-            key = size_key(meta_val(node.args[0]).shape[d])
-            if key[0] != "c":
-                return None
-            n *= key[1]
-        return n
-
     def _mean(self, node, out):
         if str(node.target).endswith(".default"):
             dims, keepdim = list(range(meta_val(node.args[0]).dim())), False
@@ -547,38 +537,24 @@ class Translation:
             x = self.ops.cast(x, tables.fz_dtype(out.dtype))
         return self.ops.mean(x, dims, keepdim)
 
-    def _centered_squares(self, node, dims):
-        x = self._wide(node)
-        m = self.ops.mean(x, dims, True)
-        d = x - m
-        return d * d, m
-
     def _correction(self, node):
         c = node.kwargs.get("correction")
         return 1 if c is None else c
 
-    def _variance(self, node, dims, keepdim, squares):
-        c = self._correction(node)
-        if c == 0:
-            return self.ops.mean(squares, dims, keepdim)
-        n = self._count(node, dims)
-        if n is None:
-            raise Unsupported("variance with correction %s over run-time "
-                              "sizes" % c)
-        return self.ops.sum(squares, dims=dims, keepdim=keepdim) / max(n - c, 0)
+    # var and var_mean: fz's var and mean reductions, one Welford state
+    # for both, their count taken at run time (any size, symbolic too).
+    # The operand keeps its dtype: f16/bf16 compute in f32 inside, and
+    # the results have the operand's dtype, as ATen's.
 
     def _var(self, node, out):
-        dims, keepdim = self._dims(node), self._keepdim(node,
-                                                        position=99)
-        squares, _ = self._centered_squares(node, dims)
-        return self._variance(node, dims, keepdim, squares)
+        dims, keepdim = self._dims(node), self._keepdim(node, position=99)
+        return self.ops.var(self.operand(node.args[0]), dims,
+                            self._correction(node), keepdim)
 
     def _var_mean(self, node, out):
         dims, keepdim = self._dims(node), self._keepdim(node, position=99)
-        squares, m = self._centered_squares(node, dims)
-        var = self._variance(node, dims, keepdim, squares)
-        mean = m if keepdim else self.ops.squeeze(m, dims)
-        return var, mean
+        return self.ops.var_mean(self.operand(node.args[0]), dims,
+                                 self._correction(node), keepdim)
 
     # shapes
 
