@@ -607,7 +607,7 @@ void fz_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
                       uint32_t out[4]);
 /* 2 pi as randn's angle uses it: this double, or this double rounded to
  * float for randn of f32, f16 and bf16. */
-#define FZ_RANDOM_TWO_PI 6.283185307179586
+#define FZ_PHILOX_TWO_PI 6.283185307179586
 /* How many elements one Philox call feeds for rand or randn of dtype:
  * element i takes call i / G, words from (i % G) * (4 / G) on. */
 int fz_philox_per_call(fz_opcode code, fz_dtype dtype);

@@ -4,7 +4,8 @@
  * conversions, and the math of every pointwise op. interp_bind.c binds
  * symbols from input sizes and checks arguments. interp_rows.c moves
  * elements: views, loop nests, and loading/storing rows with dtype
- * conversion. interp_ops.c says what each op does to views; interp.c
+ * conversion. interp_ops.c says what each op does to views (rand and
+ * randn: interp_random.c, from philox.c); interp.c
  * allocates buffers and runs the ops in order.
  */
 #ifndef FZ_IR_INTERP_H

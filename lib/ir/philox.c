@@ -89,7 +89,7 @@ double fz_philox_from_words(fz_opcode code, fz_dtype dtype,
       return (double)bits53(w[0], w[1]) * 0x1p-53;
     double u1 = (double)(bits53(w[0], w[1]) + 1) * 0x1p-53; /* (0, 1] */
     double u2 = (double)bits53(w[2], w[3]) * 0x1p-53;
-    return sqrt(-2.0 * log(u1)) * cos(FZ_RANDOM_TWO_PI * u2);
+    return sqrt(-2.0 * log(u1)) * cos(FZ_PHILOX_TWO_PI * u2);
   }
   if (code == FZ_OP_RAND) {
     /* exactly representable in the dtype: no rounding can reach 1.0 */
@@ -100,7 +100,7 @@ double fz_philox_from_words(fz_opcode code, fz_dtype dtype,
   float u1 = (float)((w[0] >> 8) + 1) * 0x1p-24f;
   float u2 = (float)(w[1] >> 8) * 0x1p-24f;
   float r = sqrtf(-2.0f * logf(u1));
-  float theta = (float)FZ_RANDOM_TWO_PI * u2;
+  float theta = (float)FZ_PHILOX_TWO_PI * u2;
   return (double)(r * cosf(theta));
 }
 

@@ -92,8 +92,8 @@ static LLVMValueRef box_muller(fz_emit *e, LLVMTypeRef t, LLVMValueRef u1,
   LLVMValueRef r = fz_emit_intrinsic1(
       e, "llvm.sqrt", LLVMBuildFMul(b, LLVMConstReal(t, -2.0), l, ""));
   /* 2 pi rounded to t, as philox.c rounds it */
-  double two_pi = t == e->t_f32 ? (double)(float)FZ_RANDOM_TWO_PI
-                                : FZ_RANDOM_TWO_PI;
+  double two_pi = t == e->t_f32 ? (double)(float)FZ_PHILOX_TWO_PI
+                                : FZ_PHILOX_TWO_PI;
   LLVMValueRef theta = LLVMBuildFMul(b, LLVMConstReal(t, two_pi), u2, "");
   LLVMValueRef c = fz_emit_libdevice(e, "cos", &theta, 1);
   return r && c ? LLVMBuildFMul(b, r, c, "") : NULL;

@@ -362,8 +362,8 @@ static bool start(fz_dag *d, stack *s, int *done) {
 static void random_coeff(const fz_dag *d, const fz_value *v,
                          const fz_index_map *m, int64_t *coeff) {
   int64_t sizes[FZ_MAX_RANK], strides[FZ_MAX_RANK];
-  FZ_CHECK(fz_type_sizes(&v->type, d->problem->symbols, "random", FZ_ERR_INVALID,
-                         sizes, NULL, NULL, NULL) == FZ_OK);
+  FZ_CHECK(fz_type_sizes(&v->type, d->problem->symbols, "random",
+                         FZ_ERR_INVALID, sizes, NULL, NULL, NULL) == FZ_OK);
   int64_t stride = 1;
   for (int j = v->type.rank - 1; j >= 0; j--) {
     strides[j] = stride;

@@ -1262,9 +1262,10 @@ static fz_value *random_draw(gen *g) {
                                                      << 20)};
   fz_value *r =
       mk(g, chance(g, 70) ? FZ_OP_RAND : FZ_OP_RANDN, 2, ops, &at);
-  if (r)
-    set_base_identity(g, r);
-  return r;
+  if (!r)
+    return NULL;
+  set_base_identity(g, r);
+  return tame(g, r); /* randn reaches 9 */
 }
 
 /* iota along one base axis, full of a base-like shape, a random draw, or
