@@ -619,6 +619,17 @@ fz_value *fz_build_iota(fz_fusion *fusion, fz_dtype dtype, int64_t extent,
  * by its element count, without writing the size in as a constant, so
  * that one fusion (and one kernel) serves every size. The symbol must
  * already exist (an input names it); FZ_ERR_INVALID otherwise. */
+/* Random numbers by keyword: "rand" (uniform in [0, 1)) or "randn"
+ * (standard normal), a tensor of float `dtype` and extents (as for
+ * fz_build_full; rank 0 allowed) from `seed` and `offset`, i64 scalars of
+ * the fusion (rank-0 inputs or results, or fz_literal_int). Element i
+ * (row-major) depends only on (seed, offset, i), never on how the fusion
+ * is scheduled; distinct offsets give independent streams
+ * (docs/format.md, "rand and randn"). */
+fz_value *fz_build_random(fz_fusion *fusion, const char *op, fz_dtype dtype,
+                          int rank, const int64_t *extents,
+                          const char *const *symbols, fz_value *seed,
+                          fz_value *offset, fz_error *err);
 fz_value *fz_build_symbol(fz_fusion *fusion, const char *symbol,
                           fz_error *err);
 

@@ -94,6 +94,7 @@ typedef enum fz_op_kind {
   FZ_KIND_FULL,
   FZ_KIND_IOTA,
   FZ_KIND_SYMBOL,
+  FZ_KIND_RANDOM,
 } fz_op_kind;
 
 enum {
@@ -609,6 +610,32 @@ uint16_t fz_f16_from_double(double v);
 double fz_f16_to_double(uint16_t bits);
 uint16_t fz_bf16_from_double(double v);
 double fz_bf16_to_double(uint16_t bits);
+
+/* ---- philox.c: the numbers rand and randn generate ---------------------- */
+
+/* Philox4x32-10 (Salmon et al., SC'11): four 32-bit words from a 128-bit
+ * counter and a 64-bit key. */
+void fz_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
+                      uint32_t out[4]);
+/* 2 pi as randn's angle uses it: this double, or this double rounded to
+ * float for randn of f32, f16 and bf16. */
+#define FZ_PHILOX_TWO_PI 6.283185307179586
+/* How many elements one Philox call feeds for rand or randn of dtype:
+ * element i takes call i / G, words from (i % G) * (4 / G) on. */
+int fz_philox_per_call(fz_opcode code, fz_dtype dtype);
+/* The bits of a word rand keeps for dtype (24 for f32, 11 for f16, 8 for
+ * bf16, 53 for f64 from two words): its values are multiples of 2^-bits
+ * in [0, 1), exact in the dtype. */
+int fz_philox_uniform_bits(fz_dtype dtype);
+/* The value of rand or randn of dtype made from the 4 / G words at w (f16
+ * and bf16 randn: the f32 value, before rounding to the dtype). */
+double fz_philox_from_words(fz_opcode code, fz_dtype dtype,
+                            const uint32_t *w);
+/* Element `index` (row-major linear, in the result's logical shape) of
+ * rand or randn of dtype under (seed, offset), before rounding to the
+ * dtype (rand's values need none). */
+double fz_philox_value(fz_opcode code, fz_dtype dtype, int64_t seed,
+                       int64_t offset, int64_t index);
 
 #ifdef __cplusplus
 }

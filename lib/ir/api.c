@@ -395,6 +395,27 @@ fz_value *fz_build_iota(fz_fusion *f, fz_dtype dtype, int64_t extent,
   return fz_build(f, FZ_OP_IOTA, 0, NULL, &attrs, err);
 }
 
+fz_value *fz_build_random(fz_fusion *f, const char *op, fz_dtype dtype,
+                          int rank, const int64_t *extents,
+                          const char *const *symbols, fz_value *seed,
+                          fz_value *offset, fz_error *err) {
+  int code = op ? fz_opcode_from_name(op, strlen(op)) : -1;
+  if (code < 0 || fz_op_table[code].kind != FZ_KIND_RANDOM) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "random: \"%s\" is not rand or randn", op ? op : "(null)");
+    return NULL;
+  }
+  const char *name = fz_op_table[code].name;
+  fz_type shape;
+  if (!check_operand(f, seed, name, err) ||
+      !check_operand(f, offset, name, err) ||
+      !target_type(f, name, dtype, rank, extents, symbols, &shape, err))
+    return NULL;
+  fz_attrs attrs = {.shape = &shape};
+  fz_value *operands[2] = {seed, offset};
+  return fz_build(f, (fz_opcode)code, 2, operands, &attrs, err);
+}
+
 fz_value *fz_build_symbol(fz_fusion *f, const char *symbol, fz_error *err) {
   if (!f) {
     fz_error_set(err, FZ_ERR_ARGUMENT, "symbol: fusion is NULL");

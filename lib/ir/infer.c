@@ -672,6 +672,38 @@ static fz_status infer_symbol(infer_ctx *c, const fz_attrs *attrs,
   return FZ_OK;
 }
 
+/* rand and randn: a float result of the declared shape, from two i64
+ * scalars (seed, offset). An expanded broadcast axis would repeat one
+ * value along a run of elements that have distinct indices, so only
+ * iteration axes and b1 are allowed. */
+static fz_status infer_random(infer_ctx *c, fz_value *const *operands,
+                              const fz_attrs *attrs, fz_type *out) {
+  static const char *const names[2] = {"seed", "offset"};
+  for (int k = 0; k < 2; k++) {
+    const fz_type *t = &operands[k]->type;
+    if (t->rank != 0 || t->dtype != FZ_I64) {
+      char buf[256];
+      return fail(c, "operand %d (the %s) must be an i64 scalar, not %s", k,
+                  names[k], fz_format_type(c->f, t, buf, sizeof buf));
+    }
+  }
+  fz_status st = need_shape(c, attrs, "result shape");
+  if (st)
+    return st;
+  const fz_type *s = attrs->shape;
+  if (!fz_dtype_is_float(s->dtype))
+    return fail(c, "result dtype must be a float (f16, bf16, f32, f64), not %s",
+                fz_dtype_name(s->dtype));
+  for (int i = 0; i < s->rank; i++)
+    if (s->axes[i].kind == FZ_AXIS_BROADCAST && s->axes[i].expanded)
+      return fail(c, "result axis %d must not be an expanded broadcast axis",
+                  i);
+  out->dtype = s->dtype;
+  out->rank = s->rank;
+  memcpy(out->axes, s->axes, sizeof out->axes[0] * (size_t)s->rank);
+  return FZ_OK;
+}
+
 /* ---- entry point -------------------------------------------------------- */
 
 fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
@@ -735,6 +767,9 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
     break;
   case FZ_KIND_SYMBOL:
     st = infer_symbol(&c, attrs, out);
+    break;
+  case FZ_KIND_RANDOM:
+    st = infer_random(&c, operands, attrs, out);
     break;
   }
   if (st)

@@ -4,7 +4,8 @@
  * conversions, and the math of every pointwise op. interp_bind.c binds
  * symbols from input sizes and checks arguments. interp_rows.c moves
  * elements: views, loop nests, and loading/storing rows with dtype
- * conversion. interp_ops.c says what each op does to views; interp.c
+ * conversion. interp_ops.c says what each op does to views (rand and
+ * randn: interp_random.c, from philox.c); interp.c
  * allocates buffers and runs the ops in order.
  */
 #ifndef FZ_IR_INTERP_H
@@ -189,5 +190,10 @@ fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res);
 fz_status fz_interp_moments(fz_interp *in, const fz_op *op, const fz_iview *src,
                             const bool *reduced, const int64_t *out_strides,
                             fz_iview *res);
+/* ---- interp_random.c ----------------------------------------------------- */
+
+/* rand or randn into a new row-major *res (philox.c). */
+fz_status fz_interp_eval_random(fz_interp *in, const fz_op *op,
+                                fz_iview *res);
 
 #endif

@@ -914,6 +914,7 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
     break;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
+  case FZ_KIND_RANDOM:
     *shape = make_type(p, declared);
     shape->has_layout = false;
     a->shape = shape;

@@ -39,6 +39,8 @@
  *   kernel.c      the kernel: its signature and parameters, index ->
  *                 coordinates -> offsets
  *   compute.c     one plan node (op, literal, iota) -> LLVM values
+ *   random.c      a RANDOM node's lanes: Philox and its uniform and
+ *                 normal values
  *   memory.c      register and memory forms of each dtype, conversions
  *                 between dtypes, vector / splat / per-lane accesses
  *   walk.c        evaluating a node after its operands, on demand
@@ -269,6 +271,16 @@ LLVMValueRef fz_emit_literal(fz_emit *e, const fz_plan_node *n);
 /* An IOTA node's value at linear index `index` (i64). */
 LLVMValueRef fz_emit_iota(fz_emit *e, const fz_plan_node *n,
                           LLVMValueRef index);
+
+/* ---- random.c ------------------------------------------------------------ */
+
+/* RANDOM node n's values (register form of n->dtype) for `lanes` lanes at
+ * element indices index + l * step (i64); seed and offset are i64.
+ * `aligned`: step is 1, lanes is a multiple of fz_philox_per_call and so
+ * is index, so that each Philox call serves that many lanes. */
+bool fz_emit_random(fz_emit *e, const fz_plan_node *n, LLVMValueRef seed,
+                    LLVMValueRef offset, LLVMValueRef index, int64_t step,
+                    bool aligned, int lanes, LLVMValueRef *out);
 
 /* ---- combine.c ----------------------------------------------------------- */
 

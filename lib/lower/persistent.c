@@ -161,6 +161,12 @@ static bool classify(pers *s) {
         if (n->coeff[d] != 0)
           v |= p->row_axes[d] ? VARY_ALONG_ROW : VARY_ACROSS_ROWS;
       break;
+    case FZ_NODE_RANDOM: /* its index, and its seed and offset */
+      for (int d = 0; d < p->rank; d++)
+        if (n->coeff[d] != 0)
+          v |= p->row_axes[d] ? VARY_ALONG_ROW : VARY_ACROSS_ROWS;
+      v |= vary[n->operands[0]] | vary[n->operands[1]];
+      break;
     case FZ_NODE_REDUCE:
       v = n->space == FZ_SPACE_ROW ? VARY_ACROSS_ROWS : VARY_ALONG_ROW;
       break;

@@ -372,6 +372,7 @@ static void map_op(fz_axis_map *m, const fz_op *op) {
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
   case FZ_KIND_SYMBOL:
+  case FZ_KIND_RANDOM:
     break;
   }
 }

@@ -290,7 +290,8 @@ void fz_dag_canonical(const fz_dag *d, const int64_t *order_strides,
       for (int a = 0; a < d->num_accesses && merge; a++)
         merge = d->ref_strides[a][prev] == d->ref_strides[a][r] * size;
       for (int k = 0; k < d->num_nodes && merge; k++)
-        if (d->nodes[k].kind == FZ_NODE_IOTA)
+        if (d->nodes[k].kind == FZ_NODE_IOTA ||
+            d->nodes[k].kind == FZ_NODE_RANDOM)
           merge = d->nodes[k].coeff[prev] == d->nodes[k].coeff[r] * size;
     }
     if (merge) {
@@ -364,7 +365,7 @@ void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p) {
   plan_symbols(d, p);
   for (int i = 0; i < d->num_nodes; i++) {
     fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_IOTA)
+    if (n->kind != FZ_NODE_IOTA && n->kind != FZ_NODE_RANDOM)
       continue;
     int64_t coeff[FZ_MAX_RANK] = {0};
     for (int ci = 0; ci < c->rank; ci++)

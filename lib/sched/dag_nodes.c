@@ -310,6 +310,7 @@ static bool start(fz_dag *d, stack *s, int *done) {
     case FZ_KIND_CAST:
     case FZ_KIND_BINARY:
     case FZ_KIND_TERNARY:
+    case FZ_KIND_RANDOM:
       f->state = FRAME_OPERANDS;
       f->next = 0;
       return false;
@@ -361,6 +362,22 @@ static bool start(fz_dag *d, stack *s, int *done) {
   }
 }
 
+/* The element index of a rand/randn value at reference coordinate c:
+ * its row-major strides seen through m (sizes checked when the problem
+ * was bound, so the products fit). */
+static void random_coeff(const fz_dag *d, const fz_value *v,
+                         const fz_index_map *m, int64_t *coeff) {
+  int64_t sizes[FZ_MAX_RANK], strides[FZ_MAX_RANK];
+  FZ_CHECK(fz_type_sizes(&v->type, d->problem->symbols, "random",
+                         FZ_ERR_INVALID, sizes, NULL, NULL, NULL) == FZ_OK);
+  int64_t stride = 1;
+  for (int j = v->type.rank - 1; j >= 0; j--) {
+    strides[j] = stride;
+    stride *= sizes[j];
+  }
+  fz_index_map_strides(m, strides, coeff);
+}
+
 /* A frame's node, once what it waited for is built. */
 static int finish(fz_dag *d, const frame *f) {
   const fz_value *v = f->v;
@@ -390,6 +407,10 @@ static int finish(fz_dag *d, const frame *f) {
                                   .value = v,
                                   .space = f->space};
   memcpy(n.operands, f->operands, sizeof n.operands);
+  if (fz_op_table[v->def->code].kind == FZ_KIND_RANDOM) {
+    n.kind = FZ_NODE_RANDOM;
+    random_coeff(d, v, f->m, n.coeff);
+  }
   return push_node(d, n, f->m);
 }
 

@@ -175,6 +175,8 @@ bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *res,
   case FZ_KIND_IOTA:
   case FZ_KIND_SYMBOL:
     break;
+  case FZ_KIND_RANDOM: /* the seed and offset: scalars */
+    return orank == 0;
   }
   snprintf(why, why_size, "%s has no operand %d", fz_op_table[op->code].name,
            k);
@@ -264,6 +266,7 @@ bool fz_index_map_from_operand(const fz_op *op, int k,
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
   case FZ_KIND_SYMBOL:
+  case FZ_KIND_RANDOM:
     return false;
   }
   return false;

@@ -367,6 +367,14 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
       fz_buf_printf(b, " : %s (accumulate %s)\n", dt,
                     fz_dtype_name(fz_reduce_acc_dtype(n->dtype)));
       break;
+    case FZ_NODE_RANDOM:
+      /* the coefficients are constants of the kernel, as iota's */
+      fz_buf_printf(b, "  n%d = %s n%d, n%d coeff(", i,
+                    fz_op_table[n->code].name, n->operands[0], n->operands[1]);
+      for (int k = 0; k < p->rank; k++)
+        fz_buf_printf(b, "%s%" PRId64, k ? ", " : "", n->coeff[k]);
+      fz_buf_printf(b, ") : %s\n", dt);
+      break;
     case FZ_NODE_SYMBOL: {
       /* the key names the parameter, not the symbol: one kernel serves
        * any symbol read from the same parameter */

@@ -102,6 +102,10 @@ typedef enum fz_node_kind {
   FZ_NODE_STORE,   /* operands[0] -> access */
   FZ_NODE_REDUCE,  /* code (SUM/PROD/AMAX/AMIN) of operands[0] over R */
   FZ_NODE_SYMBOL,  /* the i64 value bound to fusion symbol `symbol` */
+  /* code (RAND/RANDN) of element sum_k coeff[k] * coord[k] (the row-major
+   * linear index in the fusion value's shape) under operands[0] (seed)
+   * and operands[1] (offset), i64 nodes the same at every point */
+  FZ_NODE_RANDOM,
 } fz_node_kind;
 
 /* The space a node of a reduction or persistent plan is computed in, set
@@ -132,7 +136,7 @@ typedef struct fz_plan_node {
   int access;       /* LOAD, STORE */
   fz_scalar literal; /* LITERAL value; IOTA start */
   fz_scalar step;    /* IOTA */
-  int64_t coeff[FZ_MAX_RANK]; /* IOTA */
+  int64_t coeff[FZ_MAX_RANK]; /* IOTA, RANDOM */
   int symbol;                 /* SYMBOL: index into fusion->symbols */
   double correction;          /* REDUCE var: Bessel's correction */
   const fz_value *value; /* the fusion value this node computes (printing) */

@@ -184,6 +184,17 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
                  info->arity, n->num_operands);
     return FZ_OK;
   }
+  case FZ_NODE_RANDOM:
+    if (n->code != FZ_OP_RAND && n->code != FZ_OP_RANDN)
+      return bad(err, "random n%d: %s is not rand or randn", i,
+                 op_name(n->code));
+    if (!fz_dtype_is_float(n->dtype) || n->num_operands != 2)
+      return bad(err, "random n%d is not a float with 2 operands", i);
+    for (int k = 0; k < 2; k++)
+      if (p->nodes[n->operands[k]].dtype != FZ_I64)
+        return bad(err, "random n%d: operand %d (n%d) is not an i64", i, k,
+                   n->operands[k]);
+    return FZ_OK;
   }
   return bad(err, "node n%d has no kind (%d)", i, (int)n->kind);
 }
@@ -306,6 +317,11 @@ static bool node_varies_along_row(const fz_plan *p, int i, const bool *along) {
       if (p->row_axes[d] && n->coeff[d] != 0)
         return true;
     return false;
+  case FZ_NODE_RANDOM:
+    for (int d = 0; d < p->rank; d++)
+      if (p->row_axes[d] && n->coeff[d] != 0)
+        return true;
+    return along[n->operands[0]] || along[n->operands[1]];
   case FZ_NODE_REDUCE:
     return n->space != FZ_SPACE_ROW;
   default:

@@ -259,6 +259,8 @@ static bool op_is_exact(fz_opcode code, fz_value *const *ops, fz_dtype d) {
     default:
       return true;
     }
+  case FZ_KIND_RANDOM: /* rand bit for bit; randn calls libdevice */
+    return code == FZ_OP_RAND;
   case FZ_KIND_BINARY:
     if (code == FZ_OP_POW)
       return !fz_dtype_is_float(d) || literal_is(ops[1], 2.0);
@@ -381,6 +383,10 @@ static double predict_bound(gen *g, fz_opcode code, int n,
                                        : fabs((double)at->fill.i);
   case FZ_OP_SYMBOL:
     return (double)g->o.max_extent;
+  case FZ_OP_RAND:
+    return 1;
+  case FZ_OP_RANDN: /* sqrt(-2 log 2^-53): the most Box-Muller reaches */
+    return 9;
   case FZ_OP_IOTA: {
     bool fl = fz_dtype_is_float(t->dtype);
     double start = fl ? at->iota_start.f : (double)at->iota_start.i;
@@ -1265,11 +1271,35 @@ static fz_value *symbol_sum(gen *g) {
   return s ? tame(g, mk2(g, FZ_OP_ADD, pick(g), s)) : NULL;
 }
 
-/* iota along one base axis, full of a base-like shape, or a symbol read
- * added to a value. */
+/* rand or randn of a base-like shape from literal seeds and offsets
+ * (large enough to reach the high words of Philox's key and counter). */
+static fz_value *random_draw(gen *g) {
+  fz_type t = {.dtype = random_dtype(g, true), .rank = g->rank};
+  for (int i = 0; i < g->rank; i++)
+    t.axes[i] = chance(g, 20) ? (fz_axis){.kind = FZ_AXIS_BROADCAST,
+                                          .extent = fz_const_extent(1)}
+                              : (fz_axis){.kind = FZ_AXIS_ITER,
+                                          .extent = g->ext[i]};
+  fz_attrs at = {.shape = &t};
+  fz_value *ops[2] = {lit_int(g, (int64_t)below(g, 1 << 30) * 4099 - 12345),
+                      lit_int(g, chance(g, 50) ? below(g, 4)
+                                               : (int64_t)below(g, 1 << 30)
+                                                     << 20)};
+  fz_value *r =
+      mk(g, chance(g, 70) ? FZ_OP_RAND : FZ_OP_RANDN, 2, ops, &at);
+  if (!r)
+    return NULL;
+  set_base_identity(g, r);
+  return tame(g, r); /* randn reaches 9 */
+}
+
+/* iota along one base axis, full of a base-like shape, a random draw, or
+ * a symbol read added to a value. */
 static fz_value *act_generator(gen *g) {
   if (chance(g, 25))
     return symbol_sum(g);
+  if (chance(g, 25))
+    return random_draw(g);
   if (chance(g, 50)) {
     int i = below(g, g->rank);
     fz_dtype d = random_dtype(g, false);

@@ -131,6 +131,7 @@ PROTOTYPES = {
     "fz_build_reshape": (_P, [_P, _P, _I, _PI64, _PS, _E]),
     "fz_build_full": (_P, [_P, _I, _I, _PI64, _PS, _D, _E]),
     "fz_build_iota": (_P, [_P, _I, _I64, _S, _D, _D, _E]),
+    "fz_build_random": (_P, [_P, _S, _I, _I, _PI64, _PS, _P, _P, _E]),
     "fz_build_symbol": (_P, [_P, _S, _E]),
     "fz_build_nan_to_num": (_P, [_P, _P, _D, ctypes.POINTER(_D), ctypes.POINTER(_D), _E]),
     "fz_literal_float": (_P, [_P, _D]),

@@ -626,6 +626,66 @@ class Ops:
                                        ctypes.byref(b.err))
         return self._fd._record(1, "iota", build)
 
+    # -- random numbers (docs/format.md, "rand and randn")
+
+    def _random(self, op, shape, dtype, seed, offset, like=None):
+        """rand/randn of `shape`; dtype None takes f64 for an f64 `like`
+        and f32 otherwise (dropout's draw)."""
+        fd = self._fd
+        for x in (seed, offset):
+            if isinstance(x, Tensor):
+                if x.fd is not fd or x.ndim != 0:
+                    raise ValueError("%s: seed and offset must be i64 scalars "
+                                     "of this FusionDefinition or ints" % op)
+            elif not isinstance(x, int) or isinstance(x, bool):
+                raise TypeError("%s: seed and offset must be i64 scalars or "
+                                "ints, not %r" % (op, x))
+        shape = list(shape)
+        code = None if dtype is None else _dtype_code(dtype)
+
+        def build(b):
+            c = code
+            if c is None:
+                f64 = _lib.DTYPES["f64"][0]
+                c = f64 if b.lib.fz_value_dtype(b.values[like.index]) == f64 \
+                    else _lib.DTYPES["f32"][0]
+            codes, names = b.extents(shape, op)
+            return b.lib.fz_build_random(
+                b.fusion, op.encode(), c, len(codes), _lib.int64s(codes),
+                _lib.strings(names), b.value(seed), b.value(offset),
+                ctypes.byref(b.err))
+        return fd._record(len(shape), op, build)
+
+    def rand(self, shape, dtype="f32", seed=0, offset=0):
+        """Uniform in [0, 1): element i (row-major) depends only on
+        (seed, offset, i); seed and offset are i64 scalar tensors or ints.
+        The stream is fz's own (Philox4x32-10), not torch's."""
+        return self._random("rand", shape, dtype, seed, offset)
+
+    def randn(self, shape, dtype="f32", seed=0, offset=0):
+        """Standard normal, by Box-Muller on rand's words; as rand."""
+        return self._random("randn", shape, dtype, seed, offset)
+
+    def dropout(self, x, p, seed, offset):
+        """(out, mask) of dropout in training: mask = rand < 1 - p (rand
+        in f32, f64 for an f64 x), out = where(mask, x / (1 - p), 0). As
+        torch.nn.functional.dropout: p = 0 returns x unchanged (mask all
+        true), p = 1 returns x * 0 (mask all false)."""
+        if not isinstance(x, Tensor) or x.fd is not self._fd:
+            raise ValueError("dropout: x must be a tensor of this "
+                             "FusionDefinition")
+        p = float(p)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError("dropout probability has to be between 0 and 1, "
+                             "but got %r" % p)
+        if p == 0.0:
+            return self.set(x), self.full(x.shape, True, "bool")
+        if p == 1.0:
+            return self.mul(x, 0.0), self.full(x.shape, False, "bool")
+        u = self._random("rand", x.shape, None, seed, offset, like=x)
+        keep = self.lt(u, 1.0 - p)
+        return self.where(keep, self.div(x, 1.0 - p), 0.0), keep
+
 
 def _infer_extent(b, v, ndim, codes, names):
     """The extent a -1 in a reshape stands for: the operand's extents
