@@ -171,4 +171,11 @@ const fz_iview *fz_interp_operand(fz_interp *in, const fz_value *v,
 /* Evaluates op into *res (its operands' views are live). */
 fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res);
 
+/* ---- interp_gather.c ----------------------------------------------------- */
+
+/* gather and index_select into *res; an index outside [0, extent) of the
+ * data axis is FZ_ERR_INVALID "gather: index 17 is out of range [0, 16)
+ * of axis 1 of %x", as PyTorch refuses it (negative indices too). */
+fz_status fz_interp_eval_gather(fz_interp *in, const fz_op *op, fz_iview *res);
+
 #endif
