@@ -626,6 +626,15 @@ fz_value *fz_build_nan_to_num(fz_fusion *fusion, fz_value *a, double nan,
                               const double *posinf, const double *neginf,
                               fz_error *err);
 
+/* Indexing by keyword along axis `dim` (negative counts from the end) of
+ * `data`, with an i64 or i32 `index`: "gather" (torch.gather: index has
+ * data's rank and the result's shape, its other axes' extents equal
+ * data's) or "index_select" (torch.index_select: a 1-D index replaces
+ * axis dim). An index out of range is an error when the fusion runs
+ * (fz_interpret; fz_executor_check for kernels). */
+fz_value *fz_build_gather(fz_fusion *fusion, const char *op, fz_value *data,
+                          fz_value *index, int dim, fz_error *err);
+
 /* Reading a fusion's interface. Out-of-range indices give NULL; none of
  * these fail otherwise. Returned strings belong to the fusion. */
 const char *fz_fusion_name(const fz_fusion *fusion);
