@@ -685,9 +685,13 @@ static fz_status infer_gather(infer_ctx *c, fz_opcode code,
                   k, format_axis(c->f, ia, b1, sizeof b1), k,
                   format_axis(c->f, xa, b2, sizeof b2), d);
   }
+  /* the index's axes, except that the result varies where x does: an
+   * index broadcast along an axis x spans still reads x's every point */
   out->rank = index->type.rank;
-  memcpy(out->axes, index->type.axes,
-         sizeof out->axes[0] * (size_t)index->type.rank);
+  for (int k = 0; k < x->type.rank; k++)
+    out->axes[k] = k != d && x->type.axes[k].kind == FZ_AXIS_ITER
+                       ? x->type.axes[k]
+                       : index->type.axes[k];
   return FZ_OK;
 }
 
