@@ -354,6 +354,21 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
  * have finished (synchronize the streams it ran on first). Accepts NULL. */
 void fz_executor_destroy(fz_executor *executor);
 
+/* Bad gather indices. A kernel that gathers (gather, index_select) never
+ * reads outside a tensor: an index out of range reads element 0 of that
+ * axis instead, and the executor reports the first such index as
+ * FZ_ERR_INVALID "%p = gather: index 17 is out of range [0, 16) of axis
+ * 1 of %x": at a later fz_executor_run on this executor once the stream
+ * has reached the bad call (without waiting for it; that call then
+ * launches nothing), and at fz_executor_check, which synchronizes
+ * `stream` and reads it at once (calls captured into a CUDA graph are
+ * seen only by fz_executor_check). Outputs of the bad call hold values
+ * read at index 0 and should not be used; inputs are left intact. FZ_OK
+ * when no bad index was met (or for an executor without gathers, which
+ * touches nothing). */
+fz_status fz_executor_check(fz_executor *executor, void *stream,
+                            fz_error *err);
+
 /* Sizes and strides output `output` gets for these inputs, dense: the
  * layout the fusion declares for it, else the one "alloc-order"
  * propagates from the inputs' declared layouts (an output that is an
@@ -642,6 +657,15 @@ fz_value *fz_build_symbol(fz_fusion *fusion, const char *symbol,
 fz_value *fz_build_nan_to_num(fz_fusion *fusion, fz_value *a, double nan,
                               const double *posinf, const double *neginf,
                               fz_error *err);
+
+/* Indexing by keyword along axis `dim` (negative counts from the end) of
+ * `data`, with an i64 or i32 `index`: "gather" (torch.gather: index has
+ * data's rank and the result's shape, its other axes' extents equal
+ * data's) or "index_select" (torch.index_select: a 1-D index replaces
+ * axis dim). An index out of range is an error when the fusion runs
+ * (fz_interpret; fz_executor_check for kernels). */
+fz_value *fz_build_gather(fz_fusion *fusion, const char *op, fz_value *data,
+                          fz_value *index, int dim, fz_error *err);
 
 /* Reading a fusion's interface. Out-of-range indices give NULL; none of
  * these fail otherwise. Returned strings belong to the fusion. */

@@ -95,6 +95,7 @@ typedef enum fz_op_kind {
   FZ_KIND_IOTA,
   FZ_KIND_SYMBOL,
   FZ_KIND_RANDOM,
+  FZ_KIND_GATHER, /* gather, index_select: data, index; dims: the axis */
 } fz_op_kind;
 
 enum {

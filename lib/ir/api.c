@@ -546,3 +546,14 @@ fz_status fz_value_axis(const fz_fusion *f, const fz_value *v, int axis,
     *broadcast = a->kind == FZ_AXIS_BROADCAST;
   return FZ_OK;
 }
+
+fz_value *fz_build_gather(fz_fusion *f, const char *op, fz_value *data,
+                          fz_value *index, int dim, fz_error *err) {
+  static const fz_op_kind kinds[] = {FZ_KIND_GATHER};
+  int code = opcode_of(op, kinds, 1, "gather or index_select", err);
+  if (code < 0)
+    return NULL;
+  fz_attrs a = {.num_dims = 1, .dims = {dim}};
+  return fz_build(f, (fz_opcode)code, 2, (fz_value *const[]){data, index}, &a,
+                  err);
+}

@@ -67,7 +67,7 @@ static bool normalize_axes(const char *name, fz_op_kind kind,
     return true;
   }
   if (kind != FZ_KIND_REDUCTION && kind != FZ_KIND_SQUEEZE &&
-      kind != FZ_KIND_BROADCAST)
+      kind != FZ_KIND_BROADCAST && kind != FZ_KIND_GATHER)
     return true;
   if (kind == FZ_KIND_BROADCAST)
     rank += attrs->num_dims; /* new axes are positions in the result */
@@ -208,6 +208,7 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
     /* fall through */
   case FZ_KIND_BROADCAST:
   case FZ_KIND_SQUEEZE:
+  case FZ_KIND_GATHER:
     op->num_dims = attrs->num_dims;
     memcpy(op->dims, attrs->dims, sizeof op->dims[0] * (size_t)attrs->num_dims);
     break;

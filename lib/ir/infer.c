@@ -704,6 +704,60 @@ static fz_status infer_random(infer_ctx *c, fz_value *const *operands,
   return FZ_OK;
 }
 
+/* gather and index_select: the data operand x read along dims' one axis d
+ * at coordinates an integer index gives. gather's index has x's rank and
+ * the result's shape (the other axes are read at the result's coordinate,
+ * so their extents must equal x's); index_select's is 1-D and replaces
+ * axis d. */
+static fz_status infer_gather(infer_ctx *c, fz_opcode code,
+                              fz_value *const *operands,
+                              const fz_attrs *attrs, fz_type *out) {
+  const fz_value *x = operands[0], *index = operands[1];
+  char b1[80], b2[80];
+  if (x->type.rank == 0)
+    return fail(c, "the data operand must have rank 1 or more, not 0");
+  if (attrs->num_dims != 1)
+    return fail(c, "needs exactly one axis in dims(...), not %d",
+                attrs->num_dims);
+  int d = attrs->dims[0];
+  if (d < 0 || d >= x->type.rank)
+    return fail(c, "dim %d is out of range for a data operand of rank %d", d,
+                x->type.rank);
+  if (index->type.dtype != FZ_I64 && index->type.dtype != FZ_I32)
+    return fail(c, "the index must be i64 or i32, not %s",
+                fz_dtype_name(index->type.dtype));
+  out->dtype = x->type.dtype;
+  if (code == FZ_OP_INDEX_SELECT) {
+    if (index->type.rank != 1)
+      return fail(c, "the index must have rank 1, not %d", index->type.rank);
+    *out = x->type;
+    out->axes[d] = index->type.axes[0];
+    return FZ_OK;
+  }
+  if (index->type.rank != x->type.rank)
+    return fail(c, "the index has rank %d but the data operand has rank %d; "
+                   "they must be equal",
+                index->type.rank, x->type.rank);
+  for (int k = 0; k < x->type.rank; k++) {
+    if (k == d)
+      continue;
+    const fz_axis *xa = &x->type.axes[k], *ia = &index->type.axes[k];
+    if (!fz_extent_equal(fz_axis_extent(xa), fz_axis_extent(ia)))
+      return fail(c, "index axis %d has extent %s but data axis %d has "
+                     "extent %s; axes other than dim %d must agree",
+                  k, format_axis(c->f, ia, b1, sizeof b1), k,
+                  format_axis(c->f, xa, b2, sizeof b2), d);
+  }
+  /* the index's axes, except that the result varies where x does: an
+   * index broadcast along an axis x spans still reads x's every point */
+  out->rank = index->type.rank;
+  for (int k = 0; k < x->type.rank; k++)
+    out->axes[k] = k != d && x->type.axes[k].kind == FZ_AXIS_ITER
+                       ? x->type.axes[k]
+                       : index->type.axes[k];
+  return FZ_OK;
+}
+
 /* ---- entry point -------------------------------------------------------- */
 
 fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
@@ -770,6 +824,9 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
     break;
   case FZ_KIND_RANDOM:
     st = infer_random(&c, operands, attrs, out);
+    break;
+  case FZ_KIND_GATHER:
+    st = infer_gather(&c, code, operands, attrs, out);
     break;
   }
   if (st)

@@ -195,5 +195,11 @@ fz_status fz_interp_moments(fz_interp *in, const fz_op *op, const fz_iview *src,
 /* rand or randn into a new row-major *res (philox.c). */
 fz_status fz_interp_eval_random(fz_interp *in, const fz_op *op,
                                 fz_iview *res);
+/* ---- interp_gather.c ----------------------------------------------------- */
+
+/* gather and index_select into *res; an index outside [0, extent) of the
+ * data axis is FZ_ERR_INVALID "gather: index 17 is out of range [0, 16)
+ * of axis 1 of %x", as PyTorch refuses it (negative indices too). */
+fz_status fz_interp_eval_gather(fz_interp *in, const fz_op *op, fz_iview *res);
 
 #endif

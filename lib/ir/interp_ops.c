@@ -547,6 +547,8 @@ fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res) {
     return eval_symbol(in, op, res);
   case FZ_KIND_RANDOM:
     return fz_interp_eval_random(in, op, res);
+  case FZ_KIND_GATHER:
+    return fz_interp_eval_gather(in, op, res);
   default:
     return eval_shape(in, op, res);
   }

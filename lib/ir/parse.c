@@ -740,7 +740,7 @@ static bool attr_allowed(fz_op_kind kind, const char *attr) {
     return false; /* var's own: parse_attribute asks for it by opcode */
   if (!strcmp(attr, "dims"))
     return kind == FZ_KIND_REDUCTION || kind == FZ_KIND_BROADCAST ||
-           kind == FZ_KIND_SQUEEZE;
+           kind == FZ_KIND_SQUEEZE || kind == FZ_KIND_GATHER;
   if (!strcmp(attr, "keepdim"))
     return kind == FZ_KIND_REDUCTION;
   if (!strcmp(attr, "perm"))
@@ -852,7 +852,8 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
   const fz_op_info *info = &fz_op_table[op->code];
   bool needs_dims = info->kind == FZ_KIND_REDUCTION ||
                     info->kind == FZ_KIND_BROADCAST ||
-                    info->kind == FZ_KIND_SQUEEZE;
+                    info->kind == FZ_KIND_SQUEEZE ||
+                    info->kind == FZ_KIND_GATHER;
   if (needs_dims && !op->dims_tok)
     return ERROR(p, op->keyword, "'%s' needs dims(...)", info->name);
   if (info->kind == FZ_KIND_PERMUTE && !op->perm_tok)

@@ -292,6 +292,7 @@ static void print_op(fz_buf *b, const fz_fusion *f, const namer *nm,
     break;
   case FZ_KIND_BROADCAST:
   case FZ_KIND_SQUEEZE:
+  case FZ_KIND_GATHER:
     print_ints(b, "dims", op->dims, num_dims);
     break;
   case FZ_KIND_PERMUTE:

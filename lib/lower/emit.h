@@ -36,6 +36,8 @@
  *   argreduce.c   argmax / argmin partials: (value, position) pairs
  *   slot.c        one node of a slot (LOAD, value, STORE) evaluated over
  *                 its lanes
+ *   gather.c      a GATHER node's lanes: reads where an index says, bad
+ *                 indices clamped and recorded in the error word
  *   kernel.c      the kernel: its signature and parameters, index ->
  *                 coordinates -> offsets
  *   compute.c     one plan node (op, literal, iota) -> LLVM values
@@ -145,6 +147,8 @@ typedef struct fz_access_params {
   LLVMValueRef ptr;
   LLVMValueRef stride[FZ_MAX_RANK]; /* index type; NULL when structural */
   LLVMValueRef offset;
+  /* gathered accesses: stride (index type), extent and site (i64) */
+  LLVMValueRef gather_stride, gather_extent, gather_site;
 } fz_access_params;
 
 /* The kernel being emitted: the emitter plus its parameters. */
@@ -155,6 +159,7 @@ typedef struct fz_kernel {
   LLVMValueRef ext[FZ_MAX_RANK];    /* extents; NULL when never read */
   LLVMValueRef workspace, counters; /* split or grid-column plans, else NULL */
   LLVMValueRef *symbol;             /* per plan symbol: its value, i64 */
+  LLVMValueRef error_word;          /* plans with gathers, else NULL */
 } fz_kernel;
 
 /* Declares k->e.fn with plan.h's parameters (fz_plan_num_params of them)
@@ -198,6 +203,13 @@ bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
 /* STORE node i: its operand's lanes converted and stored at `off`. */
 bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
                           LLVMValueRef off, int lanes);
+
+/* ---- gather.c ------------------------------------------------------------ */
+
+/* GATHER node i over `lanes` lanes at coordinates c (of lane 0), reading
+ * its index operand's lanes from the table. */
+bool fz_kernel_gather_node(fz_kernel *k, int i, LLVMValueRef *table,
+                           const LLVMValueRef *c, int lanes);
 
 /* ---- control.c ----------------------------------------------------------- */
 

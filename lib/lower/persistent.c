@@ -170,6 +170,13 @@ static bool classify(pers *s) {
     case FZ_NODE_REDUCE:
       v = n->space == FZ_SPACE_ROW ? VARY_ACROSS_ROWS : VARY_ALONG_ROW;
       break;
+    case FZ_NODE_GATHER: {
+      const fz_plan_access *a = &p->accesses[n->access];
+      v = vary[n->operands[0]] |
+          (varies_along(p, a, false) ? VARY_ACROSS_ROWS : 0) |
+          (varies_along(p, a, true) ? VARY_ALONG_ROW : 0);
+      break;
+    }
     default:
       for (int k = 0; k < n->num_operands; k++)
         v |= vary[n->operands[k]];

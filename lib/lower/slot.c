@@ -89,6 +89,8 @@ static bool value_node(fz_kernel *k, int i, LLVMValueRef *table,
     for (int l = 1; l < lanes; l++)
       out[l] = out[0];
     break;
+  case FZ_NODE_GATHER:
+    return fz_kernel_gather_node(k, i, table, c, lanes);
   case FZ_NODE_SYMBOL: /* a parameter, read in the entry block */
     out[0] = k->symbol[fz_plan_symbol_param(p, n)];
     for (int l = 1; l < lanes; l++)

@@ -55,6 +55,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
   CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
 } CUresult;
@@ -204,7 +205,10 @@ typedef struct CUlaunchConfig_st {
   X(cuEventRecord, (CUevent event, CUstream stream))                           \
   X(cuEventSynchronize, (CUevent event))                                       \
   X(cuEventElapsedTime, (float *ms, CUevent start, CUevent end))               \
-  X(cuEventDestroy_v2, (CUevent event))
+  X(cuEventDestroy_v2, (CUevent event))                                        \
+  X(cuEventQuery, (CUevent event))                                             \
+  X(cuMemAllocHost_v2, (void **pp, size_t bytesize))                           \
+  X(cuMemFreeHost, (void *p))
 
 /* Entries a driver may lack (older than CUDA 12.0): bound when present,
  * NULL otherwise; what needs them reports that the driver is too old. */

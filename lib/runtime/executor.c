@@ -51,7 +51,8 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
   fz_fusion *copy = fz_fusion_clone(fusion, &local);
   if (!copy)
     return fz_error_set(err, local.status, "%s", local.message);
-  if ((st = fz_pass_alloc_order(copy, err)) != FZ_OK ||
+  if ((st = fz_pass_gather_pushdown(copy, err)) != FZ_OK ||
+      (st = fz_pass_alloc_order(copy, err)) != FZ_OK ||
       (st = fz_verify(copy, err)) != FZ_OK) {
     fz_fusion_destroy(copy);
     return st;
@@ -76,6 +77,7 @@ void fz_executor_destroy(fz_executor *ex) {
     fz_module_unload(ex->kernels[i]->module);
     free(ex->kernels[i]->ptx);
   }
+  fz_gather_free(ex);
   fz_fusion_destroy(ex->fusion);
   fz_arena_destroy(ex->arena);
 }
@@ -365,8 +367,8 @@ static uint64_t buffer(const signature_entry *e, fz_buffer_ref ref,
 /* One segment launch on `stream`: its pointers from the parent's inputs and
  * outputs or the call's scratch memory (intermediates), then the
  * precomputed scalars, then the workspace (scratch memory too). */
-static fz_status launch(const signature_entry *e, const segment_launch *s,
-                        const fz_device_tensor *in,
+static fz_status launch(const fz_executor *ex, const signature_entry *e,
+                        const segment_launch *s, const fz_device_tensor *in,
                         const fz_device_tensor *out, CUdeviceptr scratch,
                         void *stream, fz_error *err) {
   const fz_plan *plan = s->plan;
@@ -389,6 +391,9 @@ static fz_status launch(const signature_entry *e, const segment_launch *s,
     params[np++] = &ws_ptrs[0];
     params[np++] = &ws_ptrs[1];
   }
+  uint64_t error_word = ex->gather.word;
+  if (fz_plan_has_gather(plan))
+    params[np++] = &error_word;
   unsigned grid[3], block[3];
   fz_plan_launch_shape(plan, grid, block);
   if (plan->cooperative)
@@ -463,7 +468,8 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
     fz_bindings_free(&b);
     return st;
   }
-  if ((st = fz_device_make_current(ex->device, err)) != FZ_OK) {
+  if ((st = fz_device_make_current(ex->device, err)) != FZ_OK ||
+      (st = fz_gather_poll(ex, err)) != FZ_OK) {
     fz_bindings_free(&b);
     return st;
   }
@@ -507,7 +513,9 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
     st = fz_scratch_acquire(ex, e, (CUstream)stream, &scratch, err);
   for (int k = 0; st == FZ_OK && k < e->num_launches; k++)
     if (!e->launches[k].skip)
-      st = launch(e, &e->launches[k], inputs, out, scratch, stream, err);
+      st = launch(ex, e, &e->launches[k], inputs, out, scratch, stream, err);
+  if (st == FZ_OK)
+    st = fz_gather_after_launches(ex, e, (CUstream)stream, err);
   if (e)
     fz_scratch_release(ex, e, (CUstream)stream, scratch);
   if (st != FZ_OK) {

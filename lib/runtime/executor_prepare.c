@@ -188,7 +188,8 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
   /* The parameter order of plan.h: pointers, then the scalars, then the
    * two workspace pointers when the plan takes them. */
   s->num_scalars = fz_plan_num_scalar_params(plan);
-  int extra = fz_plan_num_params(plan) - plan->num_accesses - s->num_scalars;
+  int extra = fz_plan_num_params(plan) - plan->num_accesses - s->num_scalars -
+              (fz_plan_has_gather(plan) ? 1 : 0);
   FZ_CHECK(extra == 0 || extra == 2);
   s->has_workspace = extra == 2;
   /* schedulers decline plans whose parameters do not fit (plan.h) */
@@ -247,7 +248,7 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
   s->scalars =
       fz_arena_alloc(e->arena, sizeof(int64_t) * (size_t)(s->num_scalars + 1));
   fz_plan_scalar_params(plan, s->scalars);
-  return FZ_OK;
+  return fz_gather_register(ex, s, err);
 }
 
 /* plan_text: the plan of every launch that has one; ptx_text: their PTX,

@@ -77,6 +77,7 @@ static bool attrs_equal(const fz_op *a, const fz_op *b) {
     /* fall through */
   case FZ_KIND_BROADCAST:
   case FZ_KIND_SQUEEZE:
+  case FZ_KIND_GATHER:
     return a->num_dims == b->num_dims &&
            memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->num_dims) ==
                0;

@@ -211,7 +211,23 @@ bool fz_dag_find_maps(fz_dag *d, const fz_value *reference) {
   const fz_fusion *f = d->problem->fusion;
   for (const fz_value *seed = reference; seed;)
     seed = propagate(d, seed);
-  char label[64];
+  char label[64], data[64];
+  bool complete = true;
+  for (int i = 0; i < f->num_outputs; i++)
+    complete &= d->maps[f->outputs[i]->id] != NULL;
+  /* a gather of a computed value relates nothing to the maps: say so
+   * rather than which output it left without one */
+  for (int i = 0; i < f->num_ops && !complete; i++) {
+    const fz_op *op = f->ops[i];
+    if (fz_op_table[op->code].kind == FZ_KIND_GATHER &&
+        op->operands[0]->kind != FZ_VALUE_INPUT)
+      return fz_dag_decline_at(
+          d, op->result,
+          "%s gathers from %s, a value computed in the kernel (only a "
+          "fusion input can be read where an index says)",
+          fz_value_label(op->result, label, sizeof label),
+          fz_value_label(op->operands[0], data, sizeof data));
+  }
   for (int i = 0; i < f->num_outputs; i++)
     if (!d->maps[f->outputs[i]->id])
       return fz_dag_decline_at(

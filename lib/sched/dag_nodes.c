@@ -104,12 +104,15 @@ typedef struct access_probe {
   bool is_output;
   int io;
   const int64_t *ref_strides;
+  int gather_axis; /* -1: a plain access */
 } access_probe;
 
 static bool same_access(const void *ctx, int i) {
   const access_probe *p = ctx;
   const fz_plan_access *a = &p->d->accesses[i];
   return a->is_output == p->is_output && a->io == p->io &&
+         a->gathered == (p->gather_axis >= 0) &&
+         (!a->gathered || a->gather_axis == p->gather_axis) &&
          memcmp(p->d->ref_strides[i], p->ref_strides,
                 sizeof(int64_t) * (size_t)p->d->ref_rank) == 0;
 }
@@ -122,10 +125,15 @@ static uint64_t access_key(const fz_dag *d, bool is_output, int io,
   return h;
 }
 
-static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
-                       const int64_t *ref_strides) {
+/* An access of input or output io at these strides; gather_axis >= 0: a
+ * gathered one along that logical axis of the input (never the same
+ * access as a plain read at the same strides). */
+static int push_access_of(fz_dag *d, bool is_output, int io, fz_dtype dtype,
+                          const int64_t *ref_strides, int gather_axis) {
   uint64_t h = access_key(d, is_output, io, ref_strides);
-  access_probe p = {d, is_output, io, ref_strides};
+  if (gather_axis >= 0)
+    h = fz_hash_mix(h, (uint64_t)gather_axis + 1);
+  access_probe p = {d, is_output, io, ref_strides, gather_axis};
   int found = fz_itable_find(&d->access_index, h, same_access, &p);
   if (found >= 0)
     return found;
@@ -143,11 +151,24 @@ static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
   }
   d->accesses[d->num_accesses] = (fz_plan_access){
       .is_output = is_output, .io = io, .dtype = dtype, .vector = 1};
+  if (gather_axis >= 0) {
+    const fz_tensor_desc *t = &d->problem->inputs[io];
+    fz_plan_access *a = &d->accesses[d->num_accesses];
+    a->gathered = true;
+    a->gather_axis = gather_axis;
+    a->gather_stride = t->strides[gather_axis];
+    a->gather_extent = t->sizes[gather_axis];
+  }
   memset(d->ref_strides[d->num_accesses], 0, sizeof d->ref_strides[0]);
   memcpy(d->ref_strides[d->num_accesses], ref_strides,
          sizeof(int64_t) * (size_t)d->ref_rank);
   fz_itable_add(&d->access_index, h, d->num_accesses);
   return d->num_accesses++;
+}
+
+static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
+                       const int64_t *ref_strides) {
+  return push_access_of(d, is_output, io, dtype, ref_strides, -1);
 }
 
 static int literal_node(fz_dag *d, const fz_value *v, fz_space space) {
@@ -215,7 +236,12 @@ static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
  * replace v and m in place (they make no node); an arithmetic op collects
  * its operands' nodes, awaiting operand `next`; a reduction awaits its
  * input's node. A frame is a few dozen bytes: a deep walk is cheap. */
-typedef enum frame_state { FRAME_START, FRAME_OPERANDS, FRAME_REDUCE } frame_state;
+typedef enum frame_state {
+  FRAME_START,
+  FRAME_OPERANDS,
+  FRAME_REDUCE,
+  FRAME_GATHER, /* awaits the index's node */
+} frame_state;
 
 typedef struct frame {
   frame_state state;
@@ -347,6 +373,33 @@ static bool start(fz_dag *d, stack *s, int *done) {
       push_frame(s, in, d->maps[in->id], FZ_SPACE_FULL); /* moves f */
       return false;
     }
+    case FZ_KIND_GATHER: {
+      /* A gathered load of a fusion input; the gather_pushdown pass has
+       * moved gathers of computed values onto the inputs where it could,
+       * and the segmenter makes the rest read an intermediate. */
+      const fz_value *x = op->operands[0];
+      char label[64], xl[64];
+      if (x->kind != FZ_VALUE_INPUT) {
+        *done = -1;
+        return fz_dag_decline_at(
+                   d, op->result,
+                   "%s gathers from %s, a value computed in the kernel "
+                   "(only a fusion input can be read where an index says)",
+                   fz_value_label(op->result, label, sizeof label),
+                   fz_value_label(x, xl, sizeof xl)),
+               true;
+      }
+      fz_index_map im;
+      if (!fz_index_map_to_operand(op, 1, f->m, d->problem->symbols, &im, why,
+                                   sizeof why)) {
+        *done = -1;
+        return fz_dag_decline_at(d, op->result, "%s", why), true;
+      }
+      f->state = FRAME_GATHER;
+      push_frame(s, op->operands[1], fz_dag_intern(d, &im),
+                 f->space); /* moves f */
+      return false;
+    }
     case FZ_KIND_SYMBOL: /* a rank-0 value, the same at every point */
       *done = push_node(d,
                         (fz_plan_node){.kind = FZ_NODE_SYMBOL,
@@ -378,9 +431,34 @@ static void random_coeff(const fz_dag *d, const fz_value *v,
   fz_index_map_strides(m, strides, coeff);
 }
 
+/* The GATHER node of v (gather or index_select of an input) at f's map,
+ * reading at the index node operands[0]. */
+static int finish_gather(fz_dag *d, const frame *f) {
+  const fz_value *v = f->v;
+  const fz_op *op = v->def;
+  const fz_value *x = op->operands[0];
+  fz_index_map xm = fz_index_map_gathered(op, f->m);
+  int64_t strides[FZ_MAX_RANK] = {0};
+  fz_index_map_strides(&xm, d->problem->inputs[x->input_index].strides,
+                       strides);
+  int a = push_access_of(d, false, x->input_index, x->type.dtype, strides,
+                         op->dims[0]);
+  return push_node(d,
+                   (fz_plan_node){.kind = FZ_NODE_GATHER,
+                                  .dtype = v->type.dtype,
+                                  .num_operands = 1,
+                                  .operands = {f->operands[0]},
+                                  .access = a,
+                                  .value = v,
+                                  .space = f->space},
+                   f->m);
+}
+
 /* A frame's node, once what it waited for is built. */
 static int finish(fz_dag *d, const frame *f) {
   const fz_value *v = f->v;
+  if (f->state == FRAME_GATHER)
+    return finish_gather(d, f);
   if (f->state == FRAME_REDUCE) { /* operands[0]: the input's node */
     int existing = find_reduce(d, v);
     if (existing >= 0)
@@ -427,7 +505,7 @@ static int build(fz_dag *d, const fz_value *v, const fz_index_map *m,
       if (s.count == 0 || result < 0)
         break; /* done, or a decline: every frame below fails with it */
       frame *f = &s.frames[s.count - 1];
-      if (f->state == FRAME_REDUCE) {
+      if (f->state == FRAME_REDUCE || f->state == FRAME_GATHER) {
         f->operands[0] = result;
         result = finish(d, f);
       } else {

@@ -19,6 +19,8 @@ static const fz_pass_info passes[] = {
     {"cse", fz_pass_cse, "merge equal ops (common subexpressions)"},
     {"alloc-order", fz_pass_alloc_order,
      "give undeclared results their source tensor's allocation order"},
+    {"gather-pushdown", fz_pass_gather_pushdown,
+     "compute gathered values at the gathered points, gathering inputs"},
 };
 
 int fz_pass_count(void) { return (int)(sizeof passes / sizeof passes[0]); }

@@ -200,14 +200,33 @@ size_t fz_plan_counter_bytes(const fz_plan *p) {
   return 4 * (size_t)fz_plan_num_tiles(p);
 }
 
+static int num_gathered(const fz_plan *p) {
+  int n = 0;
+  for (int i = 0; i < p->num_accesses; i++)
+    n += p->accesses[i].gathered;
+  return n;
+}
+
+bool fz_plan_has_gather(const fz_plan *p) { return num_gathered(p) > 0; }
+
+int fz_plan_gather_param(const fz_plan *p, int a) {
+  int n = 1 + p->rank + p->num_accesses * (p->rank + 1) + p->num_symbols;
+  for (int i = 0; i < a; i++)
+    n += 3 * p->accesses[i].gathered;
+  return n;
+}
+
 int fz_plan_num_scalar_params(const fz_plan *p) {
-  return 1 + p->rank + p->num_accesses * (p->rank + 1) + p->num_symbols;
+  return 1 + p->rank + p->num_accesses * (p->rank + 1) + p->num_symbols +
+         3 * num_gathered(p);
 }
 
 int fz_plan_num_params(const fz_plan *p) {
   int n = p->num_accesses + fz_plan_num_scalar_params(p);
   if (has_workspace(p))
     n += 2;
+  if (fz_plan_has_gather(p))
+    n += 1; /* the error word */
   return n;
 }
 
@@ -263,6 +282,12 @@ void fz_plan_scalar_params(const fz_plan *p, int64_t *out) {
   }
   for (int s = 0; s < p->num_symbols; s++)
     out[n++] = p->symbol_values[s];
+  for (int i = 0; i < p->num_accesses; i++)
+    if (p->accesses[i].gathered) {
+      out[n++] = p->accesses[i].gather_stride;
+      out[n++] = p->accesses[i].gather_extent;
+      out[n++] = 0; /* the site: the executor's */
+    }
 }
 
 static const char *kind_name(fz_plan_kind k) {
@@ -375,6 +400,10 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
         fz_buf_printf(b, "%s%" PRId64, k ? ", " : "", n->coeff[k]);
       fz_buf_printf(b, ") : %s\n", dt);
       break;
+    case FZ_NODE_GATHER:
+      fz_buf_printf(b, "  n%d = gather a%d at n%d : %s\n", i, n->access,
+                    n->operands[0], dt);
+      break;
     case FZ_NODE_SYMBOL: {
       /* the key names the parameter, not the symbol: one kernel serves
        * any symbol read from the same parameter */
@@ -415,8 +444,9 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
                   p->tile_axis);
   for (int i = 0; i < p->num_accesses; i++) {
     const fz_plan_access *a = &p->accesses[i];
-    fz_buf_printf(&b, "a%d %s %s vec=%d %s\n", i, a->is_output ? "w" : "r",
-                  fz_dtype_name(a->dtype), a->vector, inner_class(p, a));
+    fz_buf_printf(&b, "a%d %s %s vec=%d %s%s\n", i, a->is_output ? "w" : "r",
+                  fz_dtype_name(a->dtype), a->vector, inner_class(p, a),
+                  a->gathered ? " gathered" : "");
   }
   print_nodes(p, &b, false);
   char *s = fz_buf_take(&b);
@@ -481,6 +511,10 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
     fz_buf_printf(b, ")");
     if (a->offset)
       fz_buf_printf(b, " offset %" PRId64, a->offset);
+    if (a->gathered)
+      fz_buf_printf(b, " gathered along axis %d (stride %" PRId64
+                       ", extent %" PRId64 ")",
+                    a->gather_axis, a->gather_stride, a->gather_extent);
     if (is_tiled(p, i))
       fz_buf_printf(b, " tiled vector %d (%zu bytes) along axis %d",
                     a->vector, (size_t)a->vector * fz_dtype_size(a->dtype),

@@ -92,6 +92,16 @@ typedef struct fz_plan_access {
    * stride and the innermost extent are multiples of it. A stride of 0
    * along the innermost axis is a splat: one scalar load per group. */
   int vector;
+  /* A gathered access (read by GATHER nodes only, never vectorized): its
+   * strides cover every axis of the input but `gather_axis`, whose
+   * coordinate is an index value the node computes, times
+   * `gather_stride`; an index outside [0, gather_extent) is read at 0
+   * and reported through the error word (fz_plan_num_params). The stride
+   * and extent are kernel parameters. */
+  bool gathered;
+  int gather_axis;        /* the input's logical axis, for messages */
+  int64_t gather_stride;  /* elements */
+  int64_t gather_extent;
 } fz_plan_access;
 
 typedef enum fz_node_kind {
@@ -106,6 +116,7 @@ typedef enum fz_node_kind {
    * linear index in the fusion value's shape) under operands[0] (seed)
    * and operands[1] (offset), i64 nodes the same at every point */
   FZ_NODE_RANDOM,
+  FZ_NODE_GATHER,  /* gathered access at the index operands[0] -> value */
 } fz_node_kind;
 
 /* The space a node of a reduction or persistent plan is computed in, set
@@ -250,6 +261,14 @@ typedef struct fz_plan {
 
 /* The largest cluster a plan asks for: the portable limit. */
 enum { FZ_PLAN_MAX_CLUSTER = 8 };
+/* Whether the plan has gathered accesses (and so the error word). */
+bool fz_plan_has_gather(const fz_plan *plan);
+/* The position among the scalar parameters of gathered access a's three:
+ * its gather stride, its gather extent and its *site*, the number the
+ * kernel writes into the error word for a bad index. The plan leaves the
+ * site 0; the executor sets it to a number of its own (nonzero) that
+ * names the access of this launch. */
+int fz_plan_gather_param(const fz_plan *plan, int a);
 
 /* Which of plan->symbols a SYMBOL node reads (its position there). */
 int fz_plan_symbol_param(const fz_plan *plan, const fz_plan_node *node);
@@ -294,7 +313,10 @@ fz_status fz_plan_verify_arg(const fz_plan *p, int i, fz_error *err);
  * reduction plans with
  * split > 1 and for the cooperative persistent plans whose column
  * reductions meet across the grid (fz_plan_has_grid_columns), the
- * workspace pointer and the counters pointer. For reduction plans the
+ * workspace pointer and the counters pointer; last, for a plan with
+ * gathered accesses, the error word's pointer: two i64, zero until a
+ * kernel meets an index out of range, then the first such index's site
+ * (compare-and-swap from 0) and the index. For reduction plans the
  * group count is the number of kept (I) points, for persistent plans the
  * number of rows, for transpose plans the number of tiles. */
 int fz_plan_num_params(const fz_plan *plan);

@@ -141,6 +141,20 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
     if (n->num_operands != (store ? 1 : 0))
       return bad(err, "%s n%d has %d operands, not %d",
                  store ? "store" : "load", i, n->num_operands, store ? 1 : 0);
+    if (p->accesses[n->access].gathered)
+      return bad(err, "%s n%d goes through a%d, a gathered access",
+                 store ? "store" : "load", i, n->access);
+    return FZ_OK;
+  }
+  case FZ_NODE_GATHER: {
+    if (n->access < 0 || n->access >= p->num_accesses ||
+        !p->accesses[n->access].gathered || p->accesses[n->access].is_output)
+      return bad(err, "gather n%d reads a%d, not a gathered input access", i,
+                 n->access);
+    fz_dtype id = n->num_operands == 1 ? p->nodes[n->operands[0]].dtype
+                                       : FZ_F32;
+    if (id != FZ_I64 && id != FZ_I32)
+      return bad(err, "gather n%d needs one operand, an i64 or i32 index", i);
     return FZ_OK;
   }
   case FZ_NODE_SYMBOL: {
@@ -243,7 +257,9 @@ static fz_status verify_reduction_node(const fz_plan *p, int i, fz_error *err) {
     if (p->nodes[n->operands[k]].space != n->space)
       return bad(err, "node n%d (%s space) reads n%d of the other space", i,
                  row ? "row" : "full", n->operands[k]);
-  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) && row) {
+  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE ||
+       n->kind == FZ_NODE_GATHER) &&
+      row) {
     const fz_plan_access *a = &p->accesses[n->access];
     for (int d = 0; d < p->rank; d++)
       if (p->reduced[d] && a->strides[d] != 0)
@@ -324,6 +340,10 @@ static bool node_varies_along_row(const fz_plan *p, int i, const bool *along) {
     return along[n->operands[0]] || along[n->operands[1]];
   case FZ_NODE_REDUCE:
     return n->space != FZ_SPACE_ROW;
+  case FZ_NODE_GATHER:
+    if (varies_along(p, &p->accesses[n->access], true))
+      return true;
+    return along[n->operands[0]];
   default:
     for (int k = 0; k < n->num_operands; k++)
       if (along[n->operands[k]])

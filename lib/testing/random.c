@@ -290,7 +290,7 @@ static bool keeps_error(fz_opcode code, fz_value *const *ops) {
   switch (fz_op_table[code].kind) {
   case FZ_KIND_CAST: case FZ_KIND_BROADCAST: case FZ_KIND_SQUEEZE:
   case FZ_KIND_EXPAND: case FZ_KIND_PERMUTE: case FZ_KIND_RESHAPE:
-  case FZ_KIND_SET:
+  case FZ_KIND_SET: case FZ_KIND_GATHER:
     return true;
   default:
     break;
@@ -1158,6 +1158,54 @@ static fz_value *act_permute(gen *g) {
 
 /* squeeze size-1 axes, broadcast a new b1 axis, expand a b1 axis to its
  * base extent, or copy with set. */
+/* v read back through an index along one of its base axes: index_select
+ * by an iota (reversed where the extent is a constant), or gather by that
+ * iota broadcast to v's shape. Every index is in range (the reference
+ * refuses others), and the result holds v's values, rearranged. */
+static fz_value *act_gather(gen *g, fz_value *v) {
+  const fz_type *t = &v->type;
+  const vinfo *I = inf(g, v);
+  int k = t->rank > 0 ? below(g, t->rank) : -1;
+  if (k < 0 || I->base[k] < 0 || t->axes[k].kind != FZ_AXIS_ITER)
+    return NULL;
+  fz_extent e = g->ext[I->base[k]];
+  fz_type it = {.dtype = chance(g, 50) ? FZ_I64 : FZ_I32, .rank = 1};
+  it.axes[0] = (fz_axis){.kind = FZ_AXIS_ITER, .extent = e};
+  fz_attrs at = {.shape = &it, .has_iota_start = true, .has_iota_step = true};
+  at.iota_start.i = e.symbol < 0 && e.value > 0 ? e.value - 1 : 0;
+  at.iota_step.i = e.symbol < 0 ? -1 : 1;
+  fz_value *index = mk(g, FZ_OP_IOTA, 0, NULL, &at);
+  if (!index)
+    return NULL;
+  inf(g, index)->base[0] = I->base[k];
+  fz_opcode code = FZ_OP_INDEX_SELECT;
+  if (chance(g, 50)) {
+    int dims[FZ_MAX_RANK], nd = 0;
+    for (int j = 0; j < t->rank; j++)
+      if (j != k)
+        dims[nd++] = j;
+    index = nd ? mk_dims(g, FZ_OP_BROADCAST, index, nd, dims, false) : index;
+    if (!index)
+      return NULL;
+    fz_type s = index->type;
+    bool grow = false;
+    for (int j = 0; j < t->rank; j++)
+      if (j != k && !is_b1(&t->axes[j])) {
+        s.axes[j].expanded = true;
+        s.axes[j].expanded_to = fz_axis_extent(&t->axes[j]);
+        grow = true;
+      }
+    index = grow ? mk_shape(g, FZ_OP_EXPAND, index, &s) : index;
+    code = FZ_OP_GATHER;
+  }
+  fz_value *ops[2] = {v, index};
+  fz_attrs ga = {.num_dims = 1, .dims = {k}};
+  fz_value *r = index ? mk(g, code, 2, ops, &ga) : NULL;
+  if (r)
+    memcpy(inf(g, r)->base, I->base, sizeof I->base);
+  return r;
+}
+
 static fz_value *act_shape(gen *g) {
   fz_value *v = pick(g);
   const fz_type *t = &v->type;
@@ -1189,6 +1237,8 @@ static fz_value *act_shape(gen *g) {
     return nd ? mk_shape(g, FZ_OP_EXPAND, v, &s) : NULL;
   }
   default:
+    if (chance(g, 40))
+      return act_gather(g, v);
     return mk1(g, FZ_OP_SET, v);
   }
 }

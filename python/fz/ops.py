@@ -686,6 +686,76 @@ class Ops:
         keep = self.lt(u, 1.0 - p)
         return self.where(keep, self.div(x, 1.0 - p), 0.0), keep
 
+    # -- indexing
+
+    def _index(self, op, x, index, dim, ndim):
+        def build(b):
+            return b.lib.fz_build_gather(b.fusion, op.encode(), b.value(x),
+                                         b.value(index), dim,
+                                         ctypes.byref(b.err))
+        return self._fd._record(ndim, op, build)
+
+    def gather(self, x, dim, index):
+        """torch.gather(x, dim, index): index (i64 or i32) has x's rank and
+        is the result's shape; its sizes along the other axes must equal
+        x's (fz reads them at the result's coordinate). An index out of
+        range raises at the next call or at FusionDefinition.check()."""
+        if index.ndim != x.ndim:
+            raise ValueError("gather: index has rank %d, input rank %d"
+                             % (index.ndim, x.ndim))
+        dim = _norm_dims([dim], x.ndim, "gather")[0]
+        return self._index("gather", x, index, dim, x.ndim)
+
+    def take_along_dim(self, x, index, dim):
+        """torch.take_along_dim(x, index, dim): a gather after x and index
+        are broadcast against each other along every axis but dim (a size-1
+        axis of one stretches to the other's size)."""
+        if index.ndim != x.ndim:
+            raise ValueError("take_along_dim: index has rank %d, input rank "
+                             "%d" % (index.ndim, x.ndim))
+        dim = _norm_dims([dim], x.ndim, "take_along_dim")[0]
+
+        def stretch(b, v, other, axes):
+            codes, names = [], []
+            for a in range(x.ndim):
+                if a in axes:
+                    c, n, _ = b.axis(other, a)
+                else:
+                    c, n = _lib.FZ_EXTENT_SYMBOL, None
+                codes.append(c)
+                names.append(n)
+            return b.check(b.lib.fz_build_expand(
+                b.fusion, v, _lib.int64s(codes), _lib.strings(names),
+                ctypes.byref(b.err)), "take_along_dim")
+
+        def build(b):
+            xv, iv = b.value(x), b.value(index)
+            grow_x, grow_i = [], []
+            for a in range(x.ndim):
+                if a == dim:
+                    continue
+                xb, ib = b.axis(xv, a)[2], b.axis(iv, a)[2]
+                if xb and not ib:
+                    grow_x.append(a)
+                elif ib and not xb:
+                    grow_i.append(a)
+            if grow_x:
+                xv = stretch(b, xv, iv, grow_x)
+            if grow_i:
+                iv = stretch(b, iv, xv, grow_i)
+            return b.lib.fz_build_gather(b.fusion, b"gather", xv, iv, dim,
+                                         ctypes.byref(b.err))
+        return self._fd._record(x.ndim, "take_along_dim", build)
+
+    def index_select(self, x, dim, index):
+        """torch.index_select(x, dim, index): a 1-D index (i64 or i32)
+        selects along dim."""
+        if index.ndim != 1:
+            raise ValueError("index_select: index must be 1-D, not rank %d"
+                             % index.ndim)
+        dim = _norm_dims([dim], x.ndim, "index_select")[0]
+        return self._index("index_select", x, index, dim, x.ndim)
+
 
 def _infer_extent(b, v, ndim, codes, names):
     """The extent a -1 in a reshape stands for: the operand's extents

@@ -306,6 +306,27 @@ def test_var_mean_over_run_time_sizes():
     assert " sum " not in text and "f32[s0, s1]" in text, text
 
 
+def test_gather_and_index_select():
+    g = Graph()
+    x = g.input("x", Fake([4, 8]))
+    i = g.input("i", Fake([4, 1], I64))
+    j = g.input("j", Fake([3], I64))
+    gx = g.call("aten.gather.default", (x, 1, i), Fake([4, 1]))
+    sx = g.call("aten.index_select.default", (x, -1, j), Fake([4, 3]))
+    small = g.call("aten.gather.default", (x, 1, j), Fake([3]))
+    assert node_support(gx) is None, node_support(gx)
+    assert node_support(sx) is None, node_support(sx)
+    assert "rank" in node_support(small), node_support(small)
+    fi = g.input("fi", Fake([4, 1]))
+    bad = g.call("aten.gather.default", (x, 1, fi), Fake([4, 1]))
+    assert "indices" in node_support(bad), node_support(bad)
+    g.nodes = [n for n in g.nodes if n not in (small, bad)]
+    g.use(gx, sx)
+    t, text = build(g, [x, i, j], [gx, sx])
+    assert "gather %" in text and "dims(1)" in text, text
+    assert "index_select %" in text, text
+
+
 def test_unsupported():
     g = Graph()
     x = g.input("x", Fake([4, 8]))

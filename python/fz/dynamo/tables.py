@@ -76,6 +76,8 @@ BOOL_ONLY = {
 
 # Ops with their own translation in translate.py, by kind.
 SPECIAL = {
+    "aten.gather.default": "gather",
+    "aten.index_select.default": "index_select",
     "aten.rsub.Scalar": "rsub",
     "aten.rsub.Tensor": "rsub",
     "aten.where.self": "where",

@@ -161,6 +161,10 @@ def _special_support(node, name, kind):
                     return "_to_copy to pinned memory"
             elif k not in ("dtype", "memory_format", "non_blocking"):
                 return "_to_copy with %s=%s" % (k, v)
+    if what in ("gather", "index_select"):
+        why = _index_support(node, what, first)
+        if why:
+            return why
     if what == "gelu" and kw.get("approximate", "none") not in ("none", "tanh"):
         return "gelu approximate=%s" % kw.get("approximate")
     if what in ("sum", "prod", "amax", "amin", "mean", "var", "var_mean"):
@@ -182,6 +186,30 @@ def _special_support(node, name, kind):
             return "%s on another device" % what
         if kw.get("layout") not in (None,) and str(kw.get("layout")) != "torch.strided":
             return "%s with layout %s" % (what, kw.get("layout"))
+    return None
+
+
+def _index_support(node, what, first):
+    """gather and index_select as fz has them: i64 or i32 indices; gather's
+    index as large as the input along the other axes (fz reads them at the
+    result's coordinate), index_select's 1-D."""
+    index = meta_val(node.args[2]) if len(node.args) > 2 and hasattr(
+        node.args[2], "meta") else None
+    if first is None or index is None or first.dim() == 0:
+        return "%s of a rank-0 tensor or without an index tensor" % what
+    if tables.fz_dtype(index.dtype) not in ("i64", "i32"):
+        return "%s with %s indices" % (what, index.dtype)
+    if node.kwargs.get("sparse_grad"):
+        return "gather with sparse_grad"
+    dim = node.args[1] % first.dim()
+    if what == "index_select":
+        return None if index.dim() == 1 else "index_select of a 0-d index"
+    if index.dim() != first.dim():
+        return "gather with an index of another rank"
+    for k in range(first.dim()):
+        if k != dim and size_key(index.shape[k]) != size_key(first.shape[k]):
+            return "gather with an index smaller than the input along " \
+                   "axis %d" % k
     return None
 
 
@@ -409,6 +437,16 @@ class Translation:
         if isinstance(r, tuple):
             return tuple(self.coerce(t, v.dtype) for t, v in zip(r, out))
         return self.coerce(r, out.dtype)
+
+    def _gather(self, node, out):
+        dim = node.args[1] % out.dim()
+        return self.ops.gather(self.operand(node.args[0]), dim,
+                               self.operand(node.args[2]))
+
+    def _index_select(self, node, out):
+        dim = node.args[1] % out.dim()
+        return self.ops.index_select(self.operand(node.args[0]), dim,
+                                     self.operand(node.args[2]))
 
     def _rsub(self, node, out):
         a = self.operand(node.args[0])
