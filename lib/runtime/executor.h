@@ -87,6 +87,10 @@ struct fz_executor {
   int num_signatures, cap_signatures;
   const signature_entry *last;
   int opt_level;
+  /* FZ_PLAN_CLASSES=off when the executor was made: plans for each call's
+   * exact sizes, no kernel shared by a size class (fz_problem's
+   * exact_sizes), to measure what sharing costs. */
+  bool exact_sizes;
   /* fz_executor_set_allocator: scratch memory from the caller's allocator
    * per call instead of the built-in blocks. */
   bool has_allocator;

@@ -290,7 +290,8 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                         .inputs = di,
                         .outputs = dout,
                         .symbols = b->values,
-                        .device = info};
+                        .device = info,
+                        .exact_sizes = ex->exact_sizes};
 
   /* Every output empty: nothing to compute, so nothing is segmented or
    * scheduled (heuristics need not cope with empty spaces); the entry has

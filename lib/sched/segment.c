@@ -89,7 +89,8 @@ void fz_segment_problem(const fz_segmentation *s, int segment,
   for (int i = 0; i < f->num_outputs; i++)
     o[i] = *resolve(seg->outputs[i], parent, intermediate_descs);
   *out = (fz_problem){.fusion = f, .inputs = in, .outputs = o,
-                      .symbols = parent->symbols, .device = parent->device};
+                      .symbols = parent->symbols, .device = parent->device,
+                      .exact_sizes = parent->exact_sizes};
 }
 
 /* The allocation order a descriptor's strides give: larger strides outer,
@@ -381,7 +382,8 @@ fz_status fz_seg_build_cand(fz_seg_ctx *c, const int *ops, int num_ops,
   if (st != FZ_OK)
     goto done;
   fz_problem pb = {.fusion = out->f, .inputs = din, .outputs = dout,
-                   .symbols = c->pb->symbols, .device = c->pb->device};
+                   .symbols = c->pb->symbols, .device = c->pb->device,
+                   .exact_sizes = c->pb->exact_sizes};
   /* one attempt per scheduler answers both which one and, when none, why */
   fz_reason reasons[FZ_NUM_SCHEDULERS];
   out->scheduler = fz_schedule_first(&pb, NULL, NULL, why ? reasons : NULL);
