@@ -11,17 +11,20 @@
  * bench/dynamic.py calls them), each shape is taken through the stages
  * of fz_executor_prepare R times and the median of each stage is printed,
  * summed over the sweep's shapes and divided by their number:
- *   segment   fz_segment_fusion (which asks the schedulers of every
- *             candidate segment);
+ *   segment   fz_segment_fusion_planned (which asks the schedulers of
+ *             every candidate segment, and keeps the plan of a fusion
+ *             scheduled whole);
  *   schedule  fz_segment_problem + fz_schedule per segment (plan verify
- *             included, as the executor runs it);
+ *             included), as the executor runs it: only for segments of a
+ *             fusion not scheduled whole;
  *   verify    fz_plan_verify again, alone, to show its share;
  *   key       fz_plan_key per plan (what finds an existing kernel);
  *   params    fz_plan_scalar_params and the launch shape;
- *   print     fz_plan_print (the signature's plan text).
- * "miss" is the total of the stages the executor runs (verify is inside
- * schedule): the host time of a miss that finds its kernel, before any
- * driver call. The last column counts distinct plan keys over the sweep:
+ *   print     fz_plan_print (the signature's plan text: the executor
+ *             prints it only when asked, fz_executor_last_plan).
+ * "miss" is the total of the stages the executor runs on every miss
+ * (segment, schedule, key, params): the host time of a miss that finds
+ * its kernel, before any driver call. The last column counts distinct plan keys over the sweep:
  * the kernels an executor compiles for it.
  */
 #include "fz/fz.h"
@@ -114,7 +117,8 @@ static void one_miss(const fz_fusion *f, const int64_t *symbols, double *t,
   memset(t, 0, sizeof(double) * STAGES);
   double t0 = now_us();
   fz_segmentation *seg = NULL;
-  if (fz_segment_fusion(&pb, &seg, &err) != FZ_OK) {
+  fz_plan *whole = NULL;
+  if (fz_segment_fusion_planned(&pb, arena, &seg, &whole, &err) != FZ_OK) {
     fprintf(stderr, "miss_cpu: %s\n", err.message);
     exit(1);
   }
@@ -127,8 +131,8 @@ static void one_miss(const fz_fusion *f, const int64_t *symbols, double *t,
     double s0 = now_us();
     fz_problem sp;
     fz_segment_problem(seg, k, &pb, ims, arena, &sp);
-    fz_plan *plan = NULL;
-    if (fz_schedule(&sp, arena, &plan, &err) != FZ_OK) {
+    fz_plan *plan = seg->num_segments == 1 ? whole : NULL;
+    if (!plan && fz_schedule(&sp, arena, &plan, &err) != FZ_OK) {
       fprintf(stderr, "miss_cpu: %s\n", err.message);
       exit(1);
     }
@@ -185,7 +189,7 @@ static void sweep(const char *name, const char *text, int num_shapes,
       miss[r] = 0;
       for (int k = 0; k < STAGES; k++) {
         samples[k * reps + r] = t[k];
-        if (k != 2)
+        if (k != 2 && k != 5)
           miss[r] += t[k];
       }
     }
