@@ -3,11 +3,13 @@
  * persistent_full masked by the run-time row length and, for long rows, the
  * block as wide as the launch (dynamic_block). A problem with exact_sizes
  * gets the plan of its exact sizes instead, and fz_plan_verify refuses a
- * row the kernel cannot cover. */
+ * row the kernel cannot cover. A fusion scheduled whole is planned once
+ * per miss: segmentation hands its plan on. */
 #include <stdio.h>
 #include <string.h>
 
 #include "sched/plan.h"
+#include "sched/segment.h"
 #include "test_util.h"
 
 static const char softmax[] = "fusion @softmax(%x: f32[N, K]) {\n"
@@ -158,6 +160,37 @@ START_TEST(verify_checks_the_row_cover) {
 }
 END_TEST
 
+/* A miss schedules a fusion taken whole once: the segmentation keeps the
+ * plan it built, the one fz_schedule builds; asked without an arena it
+ * keeps none. */
+START_TEST(segmentation_keeps_the_whole_plan) {
+  fz_fusion *f = test_parse(softmax);
+  scheduled s;
+  schedule(f, 1024, 2000, false, &s);
+  fz_tensor_desc x = {.dtype = FZ_F32, .rank = 2, .sizes = {1024, 2000},
+                      .strides = {2000, 1}, .align = 16};
+  fz_problem pb = {.fusion = f, .inputs = &x, .outputs = &x,
+                   .symbols = s.symbols,
+                   .device = fz_device_info_default(90)};
+  fz_error err = {0};
+  fz_segmentation *seg = NULL;
+  fz_plan *whole = NULL;
+  ck_assert_int_eq(fz_segment_fusion_planned(&pb, s.arena, &seg, &whole, &err),
+                   FZ_OK);
+  ck_assert_int_eq(seg->num_segments, 1);
+  ck_assert_ptr_nonnull(whole);
+  ck_assert_str_eq(fz_plan_key(whole, s.arena), fz_plan_key(s.plan, s.arena));
+  fz_segmentation_destroy(seg);
+  whole = (fz_plan *)&whole; /* must be reset */
+  ck_assert_int_eq(fz_segment_fusion_planned(&pb, NULL, &seg, &whole, &err),
+                   FZ_OK);
+  ck_assert_ptr_null(whole);
+  fz_segmentation_destroy(seg);
+  fz_arena_destroy(s.arena);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("plan_class");
   TCase *tc = tcase_create("core");
@@ -166,6 +199,7 @@ static Suite *make(void) {
   tcase_add_test(tc, warp_rows_round_up_the_groups);
   tcase_add_test(tc, exact_sizes_masks_only_the_last_group);
   tcase_add_test(tc, verify_checks_the_row_cover);
+  tcase_add_test(tc, segmentation_keeps_the_whole_plan);
   suite_add_tcase(s, tc);
   return s;
 }
