@@ -14,7 +14,11 @@ is called once per shape, in order, and this prints per sweep:
   - the kernel time of a later call (CUDA events, median of --iters after
     warm-up) for a few shapes, against a definition with those exact sizes
     (static), so that a shared kernel's cost against a specialized one
-    shows.
+    shows. Static sizes still schedule into the size classes (the plan is
+    a function of the sizes); with --compare-specialized the static
+    definition's executor is made under FZ_PLAN_CLASSES=off, so it runs
+    the exact plan of each shape (the kernels before size classes), and
+    about ten shapes of each sweep are compared.
 Sweeps:
   layer_norm  40 shapes, rows 1000 + 37 i, columns 500 + 113 i (f32)
   softmax     100 row lengths 128 + 40 i over 4096 rows (f32)
@@ -26,7 +30,7 @@ same way).
 
 usage: FZ_LIBRARY=build/lib/libfz.so python3 bench/dynamic.py
            [--only NAME[,NAME]] [--iters K] [--no-compile] [--disk-cache]
-           [--json FILE]
+           [--compare-specialized] [--json FILE]
 Exits 77 (skipped) without torch or a GPU.
 """
 import argparse
@@ -167,13 +171,21 @@ def run_sweep(name, spec, fz, torch, args):
         max(1, st.get("signature_misses", 0)),
     }
     picks = [shapes[0], shapes[len(shapes) // 2], shapes[-1]]
+    if args.compare_specialized:
+        picks = shapes[::max(1, len(shapes) // 10)]
     kern = []
     for shape in picks:
         ins = inputs[shape]
         shared = kernel_us(call, ins, torch, args.iters)
         sfd = static_fd(builder, fz, torch, shape)
-        special = kernel_us(lambda *a: sfd.execute(list(a)), ins, torch,
-                            args.iters)
+        # the executor reads FZ_PLAN_CLASSES when the first call makes it
+        if args.compare_specialized:
+            os.environ["FZ_PLAN_CLASSES"] = "off"
+        try:
+            special = kernel_us(lambda *a: sfd.execute(list(a)), ins, torch,
+                                args.iters)
+        finally:
+            os.environ.pop("FZ_PLAN_CLASSES", None)
         kern.append({"shape": list(shape), "shared_us": shared,
                      "static_us": special})
     row["kernel_time"] = kern
@@ -205,7 +217,8 @@ def print_table(rows):
             r["first_call_ms_median"], r["first_call_ms_max"],
             r["miss_host_ms_mean"], tc))
     print()
-    print("| sweep | shape | shared kernel us | static kernel us | ratio |")
+    print("| sweep | shape | shared kernel us | static (or specialized) "
+          "kernel us | ratio |")
     print("|---|---|---|---|---|")
     for r in rows:
         for k in r["kernel_time"]:
@@ -223,6 +236,10 @@ def main():
     ap.add_argument("--disk-cache", action="store_true",
                     help="keep fz's disk cache (default: off, so every "
                          "kernel a miss needs is compiled)")
+    ap.add_argument("--compare-specialized", action="store_true",
+                    help="time the shared kernels against each shape's "
+                         "exact plan (FZ_PLAN_CLASSES=off), ~10 shapes a "
+                         "sweep")
     ap.add_argument("--json")
     args = ap.parse_args()
     try:

@@ -486,7 +486,8 @@ void fz_executor_get_stats(const fz_executor *executor,
 /* Text of the plan and PTX the last successful run used (for tools); NULL
  * before the first run. A segmented fusion's texts are those of its
  * segments, concatenated in launch order. Owned by the executor, valid
- * until it is destroyed. */
+ * until it is destroyed. Made when first asked for, not on every call
+ * with new sizes (NULL also when there is no memory to make them). */
 const char *fz_executor_last_plan(const fz_executor *executor);
 const char *fz_executor_last_ptx(const fz_executor *executor);
 

@@ -178,12 +178,22 @@ void fz_buf_puts(fz_buf *b, const char *s) {
 }
 
 void fz_buf_printf(fz_buf *b, const char *fmt, ...) {
+  if (b->oom)
+    return;
+  /* one formatting pass when the text fits what is left (the common
+   * case once the buffer has grown), a second after growing it */
+  size_t room = b->cap - b->len;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? room : 0,
+                    fmt, ap);
   va_end(ap);
   if (n < 0)
     return;
+  if (b->data && (size_t)n < room) {
+    b->len += (size_t)n;
+    return;
+  }
   buf_reserve(b, (size_t)n);
   if (b->oom)
     return;

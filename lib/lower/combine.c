@@ -285,8 +285,8 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
 
   /* 3. every warp reads its row's warp values into its first lanes and
    * runs the butterfly again; the row's first warp holds the result */
-  LLVMValueRef has =
-      LLVMBuildICmp(b, LLVMIntULT, lane, i32c(e, (unsigned)wpr), "");
+  LLVMValueRef has = LLVMBuildICmp(
+      b, LLVMIntULT, lane, l->warps ? l->warps : i32c(e, (unsigned)wpr), "");
   LLVMValueRef from =
       LLVMBuildAdd(b, LLVMBuildMul(b, bs->ty, i32c(e, (unsigned)wpr), ""),
                    LLVMBuildSelect(b, has, lane, i32c(e, 0), ""), "");

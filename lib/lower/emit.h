@@ -314,6 +314,9 @@ typedef struct fz_reduce_layout {
   /* inner: a row's block_x threads are shuffle_width lanes of one warp,
    * or warps_per_row whole warps */
   int shuffle_width, warps_per_row;
+  /* a dynamic block (plan.h): the row's warps at run time (i32), at most
+   * warps_per_row, which then only sizes the scratch; NULL otherwise */
+  LLVMValueRef warps;
   /* shared memory, bytes: the cross-warp / cross-ty scratch and how many
    * (reduction, lane) columns of it fit at once */
   size_t scratch_bytes, column_bytes;

@@ -91,7 +91,9 @@ bool fz_kernel_declare(fz_kernel *k) {
   /* the workspace and counters get no noalias: other blocks write them
    * while this one runs */
   annotate(e, "kernel", 1);
-  annotate(e, "maxntidx", p->threads);
+  /* a dynamic block's width is the launch's, up to its maximum */
+  annotate(e, "maxntidx",
+           p->dynamic_block ? FZ_PLAN_DYNAMIC_MAX_THREADS : p->threads);
   return true;
 }
 

@@ -399,8 +399,10 @@ static void row_layout(const fz_plan *p, const fz_reduce_set *rs,
   *l = (fz_reduce_layout){0};
   l->lanes = 1;
   l->warp_mask = p->threads >= 32 ? 0xffffffffu : (1u << p->threads) - 1;
-  l->shuffle_width = p->block_x < 32 ? p->block_x : 32;
-  l->warps_per_row = p->block_x > 32 ? p->block_x / 32 : 1;
+  /* a dynamic block has room for the most warps it may be launched with */
+  int bx = p->dynamic_block ? FZ_PLAN_DYNAMIC_MAX_THREADS : p->block_x;
+  l->shuffle_width = bx < 32 ? bx : 32;
+  l->warps_per_row = bx > 32 ? bx / 32 : 1;
   if (l->warps_per_row > 1) {
     for (int r = 0; r < rs->count; r++)
       l->scratch_bytes += fz_reduce_state_bytes(rs->code[r], rs->acc[r]) *
@@ -423,21 +425,30 @@ static size_t row_half_bytes(pers *s) {
   return (most + 15) & ~(size_t)15;
 }
 
-/* The kernel covers a row with `persistent` groups per thread, all but
- * the last inside every row: (persistent - 1) * block_x < groups <=
- * persistent * block_x, which is how the scheduler sizes `persistent`
- * (and the plan key holds both). A launch outside that would skip
- * elements or read past the row, so it traps instead: a failed launch,
- * never a wrong answer. */
+/* n times the threads that share a row (block_x, or a cluster's
+ * c * block_x), in the index type: a constant unless the block is
+ * dynamic (never a cluster). */
+static LLVMValueRef times_bx(pers *s, int64_t n) {
+  fz_kernel *k = s->k;
+  if (!s->p->dynamic_block)
+    return fz_kernel_idx(k, n * s->row_threads);
+  return LLVMBuildNUWMul(k->e.b, s->bx, fz_kernel_idx(k, n), "");
+}
+
+/* The kernel covers a row with `persistent` groups per thread, the first
+ * `persistent_full` inside every row: persistent_full * block_x < groups
+ * <= persistent * block_x (threads of the row), which is how the scheduler sizes them (and the
+ * plan key holds both; a dynamic block_x is the launch's). A launch
+ * outside that would skip elements or read past the row, so it traps
+ * instead: a failed launch, never a wrong answer. */
 static bool guard_row_length(pers *s) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
-  int64_t bx = s->row_threads;
   LLVMValueRef few = LLVMBuildICmp(b, LLVMIntULE, s->r_groups,
-                                   fz_kernel_idx(k, (s->G - 1) * bx), "");
-  LLVMValueRef many = LLVMBuildICmp(b, LLVMIntUGT, s->r_groups,
-                                    fz_kernel_idx(k, s->G * bx), "");
+                                   times_bx(s, s->p->persistent_full), "");
+  LLVMValueRef many =
+      LLVMBuildICmp(b, LLVMIntUGT, s->r_groups, times_bx(s, s->G), "");
   return fz_pers_trap_if(s, LLVMBuildOr(b, few, many, ""), "row.length");
 }
 
@@ -478,12 +489,23 @@ static bool entry(pers *s) {
   s->bs.tid = fz_emit_sreg(e, "tid.x");
   if (!s->bs.tid)
     return false;
-  int shift = 0;
-  while ((1 << shift) < p->block_x)
-    shift++;
-  s->bs.tx =
-      LLVMBuildAnd(b, s->bs.tid, i32c(e, (unsigned)p->block_x - 1), "tx");
-  s->bs.ty = LLVMBuildLShr(b, s->bs.tid, i32c(e, (unsigned)shift), "ty");
+  if (p->dynamic_block) {
+    /* one row a block, as wide as the launch */
+    LLVMValueRef ntid = fz_emit_sreg(e, "ntid.x");
+    if (!ntid)
+      return false;
+    s->bs.tx = s->bs.tid;
+    s->bs.ty = i32c(e, 0);
+    s->bx = LLVMBuildZExt(b, ntid, e->t_idx, "bx");
+    s->warps = LLVMBuildLShr(b, ntid, i32c(e, 5), "warps");
+  } else {
+    int shift = 0;
+    while ((1 << shift) < p->block_x)
+      shift++;
+    s->bs.tx =
+        LLVMBuildAnd(b, s->bs.tid, i32c(e, (unsigned)p->block_x - 1), "tx");
+    s->bs.ty = LLVMBuildLShr(b, s->bs.tid, i32c(e, (unsigned)shift), "ty");
+  }
   s->tx = LLVMBuildZExt(b, s->bs.tx, e->t_idx, "");
   s->ty = LLVMBuildZExt(b, s->bs.ty, e->t_idx, "");
   s->row_tx = s->tx;
@@ -507,11 +529,10 @@ static bool entry(pers *s) {
     return false;
   LLVMValueRef zero = fz_kernel_idx(k, 0);
   for (int g = 0; g < s->G; g++) {
-    LLVMValueRef at = LLVMBuildAdd(
-        b, s->row_tx, fz_kernel_idx(k, (int64_t)g * s->row_threads), "");
-    if (g < s->G - 1) {
+    LLVMValueRef at = LLVMBuildAdd(b, s->row_tx, times_bx(s, g), "");
+    if (g < p->persistent_full) {
       /* inside every row (guard_row_length): no clamp, so the offsets of
-       * the groups are constant steps apart */
+       * the groups are steps of block_x apart */
       s->gactive[g] = LLVMConstInt(e->t_i1, 1, 0);
       s->g[g] = at;
     } else {
@@ -667,6 +688,7 @@ static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
       return false;
   fz_reduce_layout lay;
   row_layout(p, rs, &lay);
+  lay.warps = s->warps;
   fz_block_state bs = s->bs;
   if (lay.warps_per_row > 1 && (round & 1)) {
     LLVMValueRef off = i32c(e, (unsigned)row_half_bytes(s));

@@ -58,6 +58,10 @@ typedef struct pers {
   unsigned kmask, rmask;
   fz_block_state bs;
   LLVMValueRef tx, ty;    /* index type */
+  /* threads of a row (index type): plan->block_x, or the launch's
+   * blockDim.x for a dynamic block, whose warps (i32) the row combine
+   * then counts at run time */
+  LLVMValueRef bx, warps;
   LLVMValueRef r_groups;  /* R points / V: groups in a row */
   LLVMValueRef r_per_row; /* groups along the innermost R axis */
   LLVMValueRef *g;        /* [G] group tx + k * block_x, clamped */

@@ -63,6 +63,8 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
   ex->device = device;
   ex->arena = arena;
   ex->opt_level = 3;
+  const char *classes = getenv("FZ_PLAN_CLASSES");
+  ex->exact_sizes = classes && strcmp(classes, "off") == 0;
   ex->max_signatures = FZ_EXECUTOR_DEFAULT_SIGNATURES;
   *out = ex;
   return FZ_OK;
@@ -117,14 +119,26 @@ void fz_executor_get_stats(const fz_executor *ex, fz_executor_stats *out) {
   }
 }
 
+/* The last call's entry with its texts made (they are made when first
+ * asked for: the entry is the executor's, only the pointer is const), or
+ * NULL. */
+static signature_entry *last_with_texts(const fz_executor *ex) {
+  if (!ex || !ex->last)
+    return NULL;
+  signature_entry *e = (signature_entry *)ex->last;
+  fz_error err = {0};
+  return fz_executor_signature_texts(e, &err) == FZ_OK ? e : NULL;
+}
+
 const char *fz_executor_last_plan(const fz_executor *ex) {
-  return ex && ex->last ? ex->last->plan_text : NULL;
+  const signature_entry *e = last_with_texts(ex);
+  return e ? e->plan_text : NULL;
 }
 
 const char *fz_executor_last_ptx(const fz_executor *ex) {
-  if (!ex || !ex->last)
+  const signature_entry *e = last_with_texts(ex);
+  if (!e)
     return NULL;
-  const signature_entry *e = ex->last;
   return e->ptx_text ? e->ptx_text : e->launches[0].kernel->ptx;
 }
 

@@ -111,6 +111,10 @@ struct fz_executor {
   int num_signatures, cap_signatures;
   const signature_entry *last;
   int opt_level;
+  /* FZ_PLAN_CLASSES=off when the executor was made: plans for each call's
+   * exact sizes, no kernel shared by a size class (fz_problem's
+   * exact_sizes), to measure what sharing costs. */
+  bool exact_sizes;
   /* fz_executor_set_allocator: scratch memory from the caller's allocator
    * per call instead of the built-in blocks. */
   bool has_allocator;
@@ -129,6 +133,9 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                               const fz_device_tensor *out, const fz_bindings *b,
                               const int64_t *sig, int sig_len,
                               signature_entry **entry, fz_error *err);
+/* Makes the entry's plan_text and ptx_text if they are not made yet
+ * (executor_prepare.c); FZ_ERR_OUT_OF_MEMORY when they cannot be. */
+fz_status fz_executor_signature_texts(signature_entry *e, fz_error *err);
 /* Frees what an entry owns (device memory, texts, segmentation, arena). */
 void fz_executor_signature_free(fz_executor *ex, signature_entry *e);
 

@@ -170,7 +170,8 @@ static bool step_outputs_empty(const fz_segment *seg, const fz_problem *pb) {
 static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
                               const fz_problem *parent,
                               const fz_tensor_desc *intermediate_descs,
-                              const fz_dump_unit *dump, fz_error *err) {
+                              fz_plan *whole_plan, const fz_dump_unit *dump,
+                              fz_error *err) {
   const fz_segment *seg = &e->segmentation->segments[k];
   segment_launch *s = &e->launches[k];
   s->segment = seg;
@@ -181,8 +182,11 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
     s->skip = true; /* nothing to write: no plan, no kernel */
     return FZ_OK;
   }
-  fz_status st = fz_schedule(&pb, e->arena, &s->plan, err);
-  if (st != FZ_OK)
+  /* a fusion scheduled whole was planned while it was segmented */
+  fz_status st = FZ_OK;
+  if (whole_plan)
+    s->plan = whole_plan;
+  else if ((st = fz_schedule(&pb, e->arena, &s->plan, err)) != FZ_OK)
     return st;
   const fz_plan *plan = s->plan;
   /* The parameter order of plan.h: pointers, then the scalars, then the
@@ -253,14 +257,14 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
 
 /* plan_text: the plan of every launch that has one; ptx_text: their PTX,
  * except for a single scheduled launch, whose kernel's PTX is used as it is
- * (so a fusion scheduled whole shows exactly its one plan and PTX). */
-static fz_status texts(signature_entry *e, fz_error *err) {
-  fz_buf plans = {0}, ptx = {0};
-  for (int k = 0; k < e->num_launches; k++)
-    if (e->launches[k].plan)
-      fz_plan_print(e->launches[k].plan, &plans);
-  e->plan_text = fz_buf_take(&plans);
-  if (!(e->num_launches == 1 && e->launches[0].kernel)) {
+ * (so a fusion scheduled whole shows exactly its one plan and PTX). Made
+ * when first asked for (fz_executor_last_plan, _last_ptx), not on every
+ * miss: printing the plans costs a miss as much as scheduling them. */
+fz_status fz_executor_signature_texts(signature_entry *e, fz_error *err) {
+  if (e->plan_text) /* set last: both texts are there */
+    return FZ_OK;
+  if (!(e->num_launches == 1 && e->launches[0].kernel) && !e->ptx_text) {
+    fz_buf ptx = {0};
     for (int k = 0; k < e->num_launches; k++)
       if (e->launches[k].kernel)
         fz_buf_puts(&ptx, e->launches[k].kernel->ptx);
@@ -268,6 +272,11 @@ static fz_status texts(signature_entry *e, fz_error *err) {
     if (!e->ptx_text)
       return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   }
+  fz_buf plans = {0};
+  for (int k = 0; k < e->num_launches; k++)
+    if (e->launches[k].plan)
+      fz_plan_print(e->launches[k].plan, &plans);
+  e->plan_text = fz_buf_take(&plans);
   if (!e->plan_text)
     return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   return FZ_OK;
@@ -307,7 +316,8 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                         .inputs = di,
                         .outputs = dout,
                         .symbols = b->values,
-                        .device = info};
+                        .device = info,
+                        .exact_sizes = ex->exact_sizes};
 
   /* Every output empty: nothing to compute, so nothing is segmented or
    * scheduled (heuristics need not cope with empty spaces); the entry has
@@ -318,8 +328,10 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
   fz_dump_unit dump;
   fz_dump_unit_begin(&dump, f->name);
   fz_dump_fusion(&dump, f);
+  fz_plan *whole_plan = NULL;
   if (!all_outputs_empty(&problem)) {
-    st = fz_segment_fusion(&problem, &e->segmentation, err);
+    st = fz_segment_fusion_planned(&problem, arena, &e->segmentation,
+                                   &whole_plan, err);
     if (st == FZ_OK)
       fz_dump_segments(&dump, e->segmentation);
     if (st == FZ_OK)
@@ -330,14 +342,13 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
     e->launches =
         fz_arena_alloc(arena, sizeof *e->launches * (size_t)(n + 1));
     for (int k = 0; k < n && st == FZ_OK; k++) {
-      st = prepare_launch(ex, e, k, &problem, intermediate_descs, &dump, err);
+      st = prepare_launch(ex, e, k, &problem, intermediate_descs,
+                          n == 1 ? whole_plan : NULL, &dump, err);
       e->num_launches = k + 1;
     }
   }
   if (st == FZ_OK)
     st = layout_workspaces(ex, e, err);
-  if (st == FZ_OK)
-    st = texts(e, err);
   if (st != FZ_OK) {
     fz_executor_signature_free(ex, e);
     return st;

@@ -205,6 +205,49 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   return true;
 }
 
+/* How a row is spread over its threads: block_x threads, each holding
+ * `held` groups, of which the first `full` lie inside every row the
+ * kernel serves (plan.h: persistent, persistent_full, dynamic_block). */
+typedef struct row_shape {
+  int64_t block_x, held, full;
+  bool dynamic;
+} row_shape;
+
+/* The size class of an inner persistent plan's rows, so that one kernel
+ * serves a range of row lengths (false: rows of at most 32 groups, one
+ * per thread, or too long for a class; each of those gets a kernel for
+ * its exact shape, as rows of up to 32 groups come in few shapes, one per
+ * power of two). A thread holds at most `most` groups (8; 16 for scalar
+ * lanes, so that a thread still moves 16 elements a row), fewer when the
+ * row's tensors would take more than 128 registers:
+ *   - up to 32 * most groups: a warp per row, four rows a block, and the
+ *     held groups rounded up to a power of two: one class per doubling
+ *     of the row;
+ *   - up to FZ_PLAN_DYNAMIC_MAX_THREADS * most groups: one class,
+ *     `most` groups a thread and as many warps as the row needs, chosen
+ *     per call (dynamic_block), one row a block.
+ * In both, the later half of the held groups is masked by the run-time
+ * row length: with block_x >= 64 threads in whole warps, a row of G
+ * groups has G > most * (block_x - 32) >= most / 2 * block_x. */
+static bool row_class(int64_t groups, int v, int per_element,
+                      row_shape *out) {
+  int64_t most = v == 1 ? 16 : 8;
+  while (most > 2 && most * v * per_element > 128)
+    most /= 2;
+  if (most * v * per_element > 128 || groups <= 32)
+    return false;
+  if (groups <= 32 * most) {
+    int64_t held = fz_pow2_ceil(fz_cdiv(groups, 32));
+    *out = (row_shape){32, held, held / 2, false};
+    return true;
+  }
+  if (groups > FZ_PLAN_DYNAMIC_MAX_THREADS * most)
+    return false;
+  *out = (row_shape){fz_cdiv(fz_cdiv(groups, most), 32) * 32, most, most / 2,
+                     true};
+  return true;
+}
+
 /* The accesses a full-space load reads (ctx: one flag per access). */
 static bool loaded_in_full_space(const fz_plan *p, int access,
                                  const void *ctx) {
@@ -246,23 +289,31 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
     columns += p->nodes[i].kind == FZ_NODE_REDUCE &&
                p->nodes[i].space == FZ_SPACE_COLUMN;
   int per_element = (full_loads ? full_loads : 1) + columns;
-  int64_t bx = groups < 32 ? fz_pow2_ceil(groups) : 32;
-  while ((fz_cdiv(groups, bx) > 8 ||
-          fz_cdiv(groups, bx) * v * per_element > 128) &&
-         bx < 1024)
-    bx *= 2;
-  int64_t per_thread = fz_cdiv(groups, bx);
-  if (per_thread * v * per_element > 160)
-    return fz_dag_decline(d,
-                          "%d row tensors of %lld elements do not fit in the "
-                          "registers of one block",
-                          per_element, (long long)fz_plan_row_points(p));
-  int64_t by = bx < 128 ? 128 / bx : 1;
+  row_shape shape;
+  if (p->kind != FZ_PLAN_INNER_PERSISTENT || pb->exact_sizes ||
+      !row_class(groups, v, per_element, &shape)) {
+    int64_t bx = groups < 32 ? fz_pow2_ceil(groups) : 32;
+    while ((fz_cdiv(groups, bx) > 8 ||
+            fz_cdiv(groups, bx) * v * per_element > 128) &&
+           bx < 1024)
+      bx *= 2;
+    int64_t per_thread = fz_cdiv(groups, bx);
+    if (per_thread * v * per_element > 160)
+      return fz_dag_decline(d,
+                            "%d row tensors of %lld elements do not fit in "
+                            "the registers of one block",
+                            per_element, (long long)fz_plan_row_points(p));
+    shape = (row_shape){bx, per_thread, per_thread - 1, false};
+  }
+  int64_t bx = shape.block_x;
+  int64_t by = bx < 128 && !shape.dynamic ? 128 / bx : 1;
   if (by > fz_pow2_ceil(rows))
     by = fz_pow2_ceil(rows);
   p->block_x = (int)bx;
   p->block_y = (int)by;
-  p->persistent = (int)per_thread;
+  p->persistent = (int)shape.held;
+  p->persistent_full = (int)shape.full;
+  p->dynamic_block = shape.dynamic;
   p->threads = (int)(bx * by);
   p->unroll = 1;
   p->split = 1;

@@ -97,6 +97,7 @@ bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
   p->block_y = 1;
   p->threads = sh.block_x;
   p->persistent = sh.persistent;
+  p->persistent_full = sh.persistent - 1; /* an exact plan: no class */
   p->unroll = 1;
   p->split = 1;
   p->cluster = sh.cluster;

@@ -420,13 +420,23 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
 
 const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
   fz_buf b = {0};
-  fz_buf_printf(&b, "%s rank=%d vec=%d unroll=%d threads=%d idx%d\n",
-                kind_name(p->kind), p->rank, p->vector, p->unroll, p->threads,
-                p->index32 ? 32 : 64);
+  /* a dynamic block's width is the launch's: not the kernel's */
+  if (p->dynamic_block)
+    fz_buf_printf(&b, "%s rank=%d vec=%d unroll=%d threads=dyn idx%d\n",
+                  kind_name(p->kind), p->rank, p->vector, p->unroll,
+                  p->index32 ? 32 : 64);
+  else
+    fz_buf_printf(&b, "%s rank=%d vec=%d unroll=%d threads=%d idx%d\n",
+                  kind_name(p->kind), p->rank, p->vector, p->unroll,
+                  p->threads, p->index32 ? 32 : 64);
   if (is_reduction(p)) {
-    fz_buf_printf(&b, "block=%dx%d split=%s persistent=%d phases=%d%s%s reduced=",
-                  p->block_x, p->block_y, p->split > 1 ? "grid" : "none",
-                  p->persistent, p->phases, p->cooperative ? " coop" : "",
+    if (p->dynamic_block)
+      fz_buf_printf(&b, "block=dynx%d", p->block_y);
+    else
+      fz_buf_printf(&b, "block=%dx%d", p->block_x, p->block_y);
+    fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s reduced=",
+                  p->split > 1 ? "grid" : "none", p->persistent, p->phases,
+                  p->cooperative ? " coop" : "",
                   p->prefetch ? " prefetch" : "");
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
@@ -434,6 +444,7 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       fz_buf_puts(&b, " row=");
       for (int k = 0; k < p->rank; k++)
         fz_buf_puts(&b, p->row_axes[k] ? "x" : "-");
+      fz_buf_printf(&b, " full=%d", p->persistent_full);
     }
     if (p->cluster)
       fz_buf_printf(&b, " cluster=%d", p->cluster);
@@ -474,15 +485,20 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   "persistent=%d rows-held=%d phases=%d cooperative\n",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
                   p->unroll, p->phases);
-  else if (fz_plan_is_persistent(p))
+  else if (fz_plan_is_persistent(p)) {
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
                   "persistent=%d phases=%d%s%s",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
                   p->phases, p->cooperative ? " cooperative" : "",
                   p->prefetch ? " prefetch" : "");
-  if (fz_plan_is_persistent(p) && p->kind != FZ_PLAN_OUTER_PERSISTENT)
-    fz_buf_printf(b, p->cluster ? " cluster=%d\n" : "\n", p->cluster);
+    /* a size class: groups from persistent_full on are masked */
+    if (p->persistent_full != p->persistent - 1)
+      fz_buf_printf(b, " masked-from=%d", p->persistent_full);
+    if (p->cluster)
+      fz_buf_printf(b, " cluster=%d", p->cluster);
+    fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");
+  }
   else if (is_reduction(p))
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 "x%d block=%dx%d vector=%d "

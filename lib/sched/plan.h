@@ -53,6 +53,10 @@ typedef struct fz_problem {
   const fz_tensor_desc *outputs; /* fusion->num_outputs, as allocated */
   const int64_t *symbols;        /* fusion->num_symbols bound values */
   fz_device_info device;
+  /* Plans for exactly these sizes, without size classes (persistent.c):
+   * what a class-shared kernel is measured against (FZ_PLAN_CLASSES=off
+   * in the runtime). */
+  bool exact_sizes;
 } fz_problem;
 
 typedef enum fz_plan_kind {
@@ -218,6 +222,19 @@ typedef struct fz_plan {
   int persistent;
   int phases;
   bool cooperative;
+  /* Persistent plans: the sizes one kernel serves. Groups k <
+   * persistent_full of every thread lie inside every row; the later ones
+   * are masked by the run-time row length, so the kernel serves any row
+   * of G groups (row points / vector) with
+   *   persistent_full * block_x < G <= persistent * block_x.
+   * With dynamic_block (inner persistent plans only), block_x is not
+   * compiled in: the kernel reads it from the launch (blockDim.x, a
+   * multiple of 32 up to FZ_PLAN_DYNAMIC_MAX_THREADS, block_y 1), and
+   * the scheduler picks it per call. Both make a plan class coarse: the
+   * kernel of one class serves every row length of a range (fz_plan_key
+   * leaves block_x and threads out when dynamic). */
+  int persistent_full;
+  bool dynamic_block;
   /* Transpose plans. Canonical axis A = rank - 1 is the outputs'
    * contiguous axis, `tile_axis` (B, < A) that of the accesses marked in
    * `tiled` (inputs with stride 1 along B). Blocks of `threads` threads
@@ -288,6 +305,10 @@ enum { FZ_PLAN_MAX_UNROLL = 64 };
 /* The most rounds of reductions (phases) a persistent plan has: lowering
  * refuses more. */
 enum { FZ_PLAN_MAX_PHASES = 64 };
+/* The widest block of a dynamic_block plan: its kernel is compiled for
+ * at most this many threads (maxntid), which leaves it 128 registers a
+ * thread. */
+enum { FZ_PLAN_DYNAMIC_MAX_THREADS = 512 };
 
 /* argreduce.c: arg-reductions (argmax, argmin). Their REDUCE node reads
  * the value (operands[0]) and its i64 position (operands[1], a full-space

@@ -274,9 +274,19 @@ static fz_status verify_reduction_node(const fz_plan *p, int i, fz_error *err) {
 
 /* ---- persistent plans ---------------------------------------------------- */
 
+/* A dynamic block is whole warps of one row, up to the width its kernel
+ * is compiled for; a static one, powers of two. */
+static bool block_ok(const fz_plan *p) {
+  if (p->dynamic_block)
+    return p->kind == FZ_PLAN_INNER_PERSISTENT && p->block_y == 1 &&
+           p->block_x % 32 == 0 &&
+           p->block_x <= FZ_PLAN_DYNAMIC_MAX_THREADS && !p->prefetch;
+  return is_pow2(p->block_x) && is_pow2(p->block_y);
+}
+
 static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
   int last = p->rank - 1;
-  if (!is_pow2(p->block_x) || !is_pow2(p->block_y) ||
+  if (!block_ok(p) ||
       (int64_t)p->block_x * p->block_y != p->threads ||
       (p->threads > 32 && p->threads % 32 != 0) || p->grid_x < 1 ||
       p->split != 1)
@@ -308,6 +318,17 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
                p->kind == FZ_PLAN_INNER_PERSISTENT ? "inner" : "non-inner",
                p->block_x, p->block_y, (long long)p->grid_x,
                p->prefetch ? ", prefetching" : "");
+  /* the row's groups: the kernel masks only those from persistent_full on */
+  int64_t groups = fz_plan_row_points(p) / p->vector;
+  int64_t row_threads = (int64_t)p->block_x * (p->cluster ? p->cluster : 1);
+  if (p->persistent_full < 0 || p->persistent_full >= p->persistent ||
+      groups <= (int64_t)p->persistent_full * row_threads ||
+      groups > (int64_t)p->persistent * row_threads)
+    return bad(err,
+               "a row of %lld groups on %lld threads holding %d groups, the "
+               "first %d unmasked",
+               (long long)groups, (long long)row_threads, p->persistent,
+               p->persistent_full);
   return FZ_OK;
 }
 

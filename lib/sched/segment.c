@@ -89,7 +89,8 @@ void fz_segment_problem(const fz_segmentation *s, int segment,
   for (int i = 0; i < f->num_outputs; i++)
     o[i] = *resolve(seg->outputs[i], parent, intermediate_descs);
   *out = (fz_problem){.fusion = f, .inputs = in, .outputs = o,
-                      .symbols = parent->symbols, .device = parent->device};
+                      .symbols = parent->symbols, .device = parent->device,
+                      .exact_sizes = parent->exact_sizes};
 }
 
 /* The allocation order a descriptor's strides give: larger strides outer,
@@ -381,7 +382,8 @@ fz_status fz_seg_build_cand(fz_seg_ctx *c, const int *ops, int num_ops,
   if (st != FZ_OK)
     goto done;
   fz_problem pb = {.fusion = out->f, .inputs = din, .outputs = dout,
-                   .symbols = c->pb->symbols, .device = c->pb->device};
+                   .symbols = c->pb->symbols, .device = c->pb->device,
+                   .exact_sizes = c->pb->exact_sizes};
   /* one attempt per scheduler answers both which one and, when none, why */
   fz_reason reasons[FZ_NUM_SCHEDULERS];
   out->scheduler = fz_schedule_first(&pb, NULL, NULL, why ? reasons : NULL);
@@ -876,6 +878,15 @@ static fz_status segment(fz_seg_ctx *c, fz_segmentation *s, fz_error *err) {
 
 fz_status fz_segment_fusion(const fz_problem *problem, fz_segmentation **out,
                             fz_error *err) {
+  return fz_segment_fusion_planned(problem, NULL, out, NULL, err);
+}
+
+fz_status fz_segment_fusion_planned(const fz_problem *problem,
+                                    fz_arena *plan_arena,
+                                    fz_segmentation **out,
+                                    fz_plan **whole_plan, fz_error *err) {
+  if (whole_plan)
+    *whole_plan = NULL;
   if (!out)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "fz_segment_fusion: out is NULL");
   *out = NULL;
@@ -886,10 +897,20 @@ fz_status fz_segment_fusion(const fz_problem *problem, fz_segmentation **out,
   if (!s)
     return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
   s->parent = problem->fusion;
-  const char *whole_scheduler = fz_schedule_pick(problem);
+  /* the whole fusion's plan, kept when asked for: a caller would build
+   * the same one again */
+  fz_plan *plan = NULL;
+  bool keep = plan_arena && whole_plan;
+  const char *whole_scheduler = keep
+      ? fz_schedule_first(problem, plan_arena, &plan, NULL)
+      : fz_schedule_pick(problem);
   fz_status st;
   if (whole_scheduler) {
     st = whole(problem, whole_scheduler, s, err);
+    if (st == FZ_OK && keep)
+      st = fz_plan_verify(plan, err);
+    if (st == FZ_OK && keep)
+      *whole_plan = plan;
   } else {
     fz_seg_ctx c = {.pb = problem, .parent = problem->fusion};
     st = segment(&c, s, err);

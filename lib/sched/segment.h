@@ -69,6 +69,14 @@ typedef struct fz_segmentation {
  * the caller. */
 fz_status fz_segment_fusion(const fz_problem *problem,
                             fz_segmentation **out, fz_error *err);
+/* The same; when the fusion is scheduled whole (one segment) and
+ * plan_arena and whole_plan are given, *whole_plan is its verified plan,
+ * allocated in plan_arena: the plan fz_schedule would build for that
+ * segment, which the caller need not build again. NULL otherwise. */
+fz_status fz_segment_fusion_planned(const fz_problem *problem,
+                                    fz_arena *plan_arena,
+                                    fz_segmentation **out,
+                                    fz_plan **whole_plan, fz_error *err);
 void fz_segmentation_destroy(fz_segmentation *segmentation);
 
 /* The tensor descriptors of one segment for a call: inputs from the

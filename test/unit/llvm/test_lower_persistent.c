@@ -109,12 +109,13 @@ static void softmax_at(int n, int want_bx, bool barrier) {
   ck_assert(!has(first_shuffle, "ld.global"));
   ck_assert_has(ptx, "st.global.v4.f32");
   /* max, then sum: two butterflies of log2(min(bx, 32)) steps each (and
-   * again across warps) */
+   * again across warps: as many as a dynamic block may have) */
   int steps = 0;
   for (int w = want_bx < 32 ? want_bx : 32; w > 1; w /= 2)
     steps++;
   int across = 0;
-  for (int w = want_bx / 32; w > 1; w /= 2)
+  int widest = p->dynamic_block ? FZ_PLAN_DYNAMIC_MAX_THREADS : want_bx;
+  for (int w = widest / 32; w > 1; w /= 2)
     across++;
   ck_assert_count(ptx, "shfl.sync.bfly.b32", 2 * (steps + across));
   ck_assert_int_eq(has(ptx, "bar.sync"), barrier);
