@@ -171,4 +171,10 @@ const fz_iview *fz_interp_operand(fz_interp *in, const fz_value *v,
 /* Evaluates op into *res (its operands' views are live). */
 fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res);
 
+/* ---- interp_resize.c ----------------------------------------------------- */
+
+/* Evaluates a slice, pad or cat into *res. */
+fz_status fz_interp_eval_resize(fz_interp *in, const fz_op *op,
+                                fz_iview *res);
+
 #endif

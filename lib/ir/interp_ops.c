@@ -538,6 +538,10 @@ fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res) {
     return eval_generator(in, op, res);
   case FZ_KIND_SYMBOL:
     return eval_symbol(in, op, res);
+  case FZ_KIND_SLICE:
+  case FZ_KIND_PAD:
+  case FZ_KIND_CAT:
+    return fz_interp_eval_resize(in, op, res);
   default:
     return eval_shape(in, op, res);
   }

@@ -101,6 +101,20 @@ void fz_dag_canonical(const fz_dag *d, const int64_t *order_strides,
                       const bool *reduced, fz_canon *c);
 /* Move accesses and nodes into `p` with strides in canonical axes. */
 void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p);
+/* For builders of nodes outside dag_nodes.c (dag_resize.c): push_node's
+ * node (memoised on its value when it has one; m NULL for none), and the
+ * access of fusion input `input` at these per-reference-axis strides, an
+ * offset in elements and a clamp (plan.h, fz_plan_access), shared with an
+ * equal one already made. */
+int fz_dag_push_node(fz_dag *d, fz_plan_node node, const fz_index_map *m);
+int fz_dag_push_access(fz_dag *d, int input, const int64_t *ref_strides,
+                       int64_t offset, int64_t clamp);
+/* dag_resize.c: the node of a slice, pad or cat result v at map m (its
+ * operands read through windowed accesses of fusion inputs), or -1 with a
+ * reason when an operand is not an input (what the pushdown pass could
+ * not move there). */
+int fz_dag_resize_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
+                       fz_space space);
 /* Set the reason and return false. _at: a reason about value `about`,
  * located at the op that defines it. */
 bool fz_dag_decline(fz_dag *d, const char *fmt, ...)

@@ -104,28 +104,34 @@ typedef struct access_probe {
   bool is_output;
   int io;
   const int64_t *ref_strides;
+  int64_t offset, clamp; /* a window of a resize op (dag_resize.c) */
 } access_probe;
 
 static bool same_access(const void *ctx, int i) {
   const access_probe *p = ctx;
   const fz_plan_access *a = &p->d->accesses[i];
   return a->is_output == p->is_output && a->io == p->io &&
+         a->offset == p->offset && a->clamp == p->clamp &&
          memcmp(p->d->ref_strides[i], p->ref_strides,
                 sizeof(int64_t) * (size_t)p->d->ref_rank) == 0;
 }
 
 static uint64_t access_key(const fz_dag *d, bool is_output, int io,
-                           const int64_t *ref_strides) {
+                           const int64_t *ref_strides, int64_t offset,
+                           int64_t clamp) {
   uint64_t h = fz_hash_mix((uint64_t)is_output, (uint64_t)io);
   for (int r = 0; r < d->ref_rank; r++)
     h = fz_hash_mix(h, (uint64_t)ref_strides[r]);
+  if (offset || clamp)
+    h = fz_hash_mix(fz_hash_mix(h, (uint64_t)offset), (uint64_t)clamp);
   return h;
 }
 
-static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
-                       const int64_t *ref_strides) {
-  uint64_t h = access_key(d, is_output, io, ref_strides);
-  access_probe p = {d, is_output, io, ref_strides};
+static int push_access_at(fz_dag *d, bool is_output, int io, fz_dtype dtype,
+                          const int64_t *ref_strides, int64_t offset,
+                          int64_t clamp) {
+  uint64_t h = access_key(d, is_output, io, ref_strides, offset, clamp);
+  access_probe p = {d, is_output, io, ref_strides, offset, clamp};
   int found = fz_itable_find(&d->access_index, h, same_access, &p);
   if (found >= 0)
     return found;
@@ -141,13 +147,23 @@ static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
     d->ref_strides = s;
     d->cap_accesses = cap;
   }
-  d->accesses[d->num_accesses] = (fz_plan_access){
-      .is_output = is_output, .io = io, .dtype = dtype, .vector = 1};
+  d->accesses[d->num_accesses] =
+      (fz_plan_access){.is_output = is_output,
+                       .io = io,
+                       .dtype = dtype,
+                       .offset = offset,
+                       .clamp = clamp,
+                       .vector = 1};
   memset(d->ref_strides[d->num_accesses], 0, sizeof d->ref_strides[0]);
   memcpy(d->ref_strides[d->num_accesses], ref_strides,
          sizeof(int64_t) * (size_t)d->ref_rank);
   fz_itable_add(&d->access_index, h, d->num_accesses);
   return d->num_accesses++;
+}
+
+static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
+                       const int64_t *ref_strides) {
+  return push_access_at(d, is_output, io, dtype, ref_strides, 0, 0);
 }
 
 static int literal_node(fz_dag *d, const fz_value *v, fz_space space) {
@@ -340,6 +356,11 @@ static bool start(fz_dag *d, stack *s, int *done) {
       push_frame(s, in, d->maps[in->id], FZ_SPACE_FULL); /* moves f */
       return false;
     }
+    case FZ_KIND_SLICE:
+    case FZ_KIND_PAD:
+    case FZ_KIND_CAT:
+      *done = fz_dag_resize_node(d, v, f->m, f->space);
+      return true;
     case FZ_KIND_SYMBOL: /* a rank-0 value, the same at every point */
       *done = push_node(d,
                         (fz_plan_node){.kind = FZ_NODE_SYMBOL,
@@ -463,4 +484,15 @@ int fz_dag_store_in(fz_dag *d, int output, int source, fz_space space) {
                                   .value = o,
                                   .space = space},
                    NULL);
+}
+
+int fz_dag_push_node(fz_dag *d, fz_plan_node node, const fz_index_map *m) {
+  return push_node(d, node, m);
+}
+
+int fz_dag_push_access(fz_dag *d, int input, const int64_t *ref_strides,
+                       int64_t offset, int64_t clamp) {
+  return push_access_at(d, false, input,
+                        d->problem->fusion->inputs[input]->type.dtype,
+                        ref_strides, offset, clamp);
 }

@@ -25,8 +25,8 @@ const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
 bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
                                   const fz_tensor_desc *d, int v) {
   int inner = p->rank - 1;
-  if (a->strides[inner] != 1 || p->extents[inner] % v != 0)
-    return false;
+  if (a->strides[inner] != 1 || p->extents[inner] % v != 0 || a->clamp)
+    return false; /* a clamped window is read lane by lane (plan.h) */
   for (int k = 0; k < inner; k++)
     if (a->strides[k] % v != 0)
       return false;
