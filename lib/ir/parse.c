@@ -766,7 +766,8 @@ static fz_status parse_resize_list(parser *p, pop *op, int which) {
     } else if (which == 1 && t->kind == FZ_TK_QUESTION) {
       op->stop_symbols[*n] = INT32_MAX; /* the axis's own extent */
     } else if (t->kind == FZ_TK_INT) {
-      op->stop_symbols[*n] = -1;
+      if (which == 1)
+        op->stop_symbols[*n] = -1;
       op->lists[which][*n] = t->i;
     } else {
       return expected(p, which == 1 ? "an integer or a symbol name"

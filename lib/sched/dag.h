@@ -115,6 +115,10 @@ int fz_dag_push_access(fz_dag *d, int input, const int64_t *ref_strides,
  * not move there). */
 int fz_dag_resize_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
                        fz_space space);
+/* When some resize op reads a value computed in this space (one with a
+ * map, not an input): declines at it, saying so, and returns true (the
+ * reason an output is then missing from the space). */
+bool fz_dag_resize_unmapped(fz_dag *d);
 /* Set the reason and return false. _at: a reason about value `about`,
  * located at the op that defines it. */
 bool fz_dag_decline(fz_dag *d, const char *fmt, ...)

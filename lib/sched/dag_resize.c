@@ -256,3 +256,29 @@ int fz_dag_resize_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
   identity_window(&w, v->type.rank);
   return chain_node(d, v, m, space, &w, v);
 }
+
+bool fz_dag_resize_unmapped(fz_dag *d) {
+  const fz_fusion *f = d->problem->fusion;
+  for (int i = 0; i < f->num_ops; i++) {
+    const fz_op *op = f->ops[i];
+    fz_op_kind kind = fz_op_table[op->code].kind;
+    if ((kind != FZ_KIND_SLICE && kind != FZ_KIND_PAD && kind != FZ_KIND_CAT) ||
+        d->maps[op->result->id])
+      continue;
+    for (int k = 0; k < op->num_operands; k++) {
+      const fz_value *x = op->operands[k];
+      if (x->kind != FZ_VALUE_RESULT || !d->maps[x->id])
+        continue;
+      char r[64], a[64];
+      fz_value_label(op->result, r, sizeof r);
+      fz_value_label(x, a, sizeof a);
+      fz_dag_decline_at(d, op->result,
+                        "%s = %s of %s, a value computed here: a resize fuses "
+                        "only as a window of a fusion input, so %s is "
+                        "computed first",
+                        r, fz_op_table[op->code].name, a, a);
+      return true;
+    }
+  }
+  return false;
+}
