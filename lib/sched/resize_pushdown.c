@@ -196,11 +196,8 @@ static fz_value *shift_broadcast(pushdown *pd, const fz_op *op,
     bool inserted = false;
     for (int d = 0; d < op->num_dims; d++)
       inserted |= op->dims[d] == a;
-    if (inserted) {
-      if (!w->whole[a])
-        return NULL; /* a b1 axis given an extent: kept as it is */
-      continue;
-    }
+    if (inserted)
+      continue; /* a new b1 axis: expanded below */
     wu.whole[j] = w->whole[a];
     wu.start[j] = w->start[a];
     wu.stop[j] = w->stop[a];
@@ -212,7 +209,21 @@ static fz_value *shift_broadcast(pushdown *pd, const fz_op *op,
   fz_value *x = shift(pd, op->operands[0], &wu);
   if (!x)
     return NULL;
-  return checked(pd, fz_broadcast(pd->f, x, op->num_dims, op->dims, NULL));
+  x = checked(pd, fz_broadcast(pd->f, x, op->num_dims, op->dims, NULL));
+  /* a window along a new axis: the one value at every point of it (a
+   * padded point is a don't-care one) */
+  fz_type shape = x ? x->type : (fz_type){0};
+  bool grown = false;
+  for (int d = 0; x && d < op->num_dims; d++) {
+    int a = op->dims[d];
+    int64_t n = w->whole[a] ? 1 : windowed_extent(w, a);
+    if (n != 1) {
+      shape.axes[a].expanded = true;
+      shape.axes[a].expanded_to = fz_const_extent(n);
+      grown = true;
+    }
+  }
+  return grown ? checked(pd, fz_expand(pd->f, x, &shape, NULL)) : x;
 }
 
 static fz_value *shift_permute(pushdown *pd, const fz_op *op,
