@@ -354,6 +354,21 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
  * have finished (synchronize the streams it ran on first). Accepts NULL. */
 void fz_executor_destroy(fz_executor *executor);
 
+/* Bad gather indices. A kernel that gathers (gather, index_select) never
+ * reads outside a tensor: an index out of range reads element 0 of that
+ * axis instead, and the executor reports the first such index as
+ * FZ_ERR_INVALID "%p = gather: index 17 is out of range [0, 16) of axis
+ * 1 of %x": at a later fz_executor_run on this executor once the stream
+ * has reached the bad call (without waiting for it; that call then
+ * launches nothing), and at fz_executor_check, which synchronizes
+ * `stream` and reads it at once (calls captured into a CUDA graph are
+ * seen only by fz_executor_check). Outputs of the bad call hold values
+ * read at index 0 and should not be used; inputs are left intact. FZ_OK
+ * when no bad index was met (or for an executor without gathers, which
+ * touches nothing). */
+fz_status fz_executor_check(fz_executor *executor, void *stream,
+                            fz_error *err);
+
 /* Sizes and strides output `output` gets for these inputs, dense: the
  * layout the fusion declares for it, else the one "alloc-order"
  * propagates from the inputs' declared layouts (an output that is an
@@ -554,13 +569,34 @@ fz_value *fz_fusion_add_scalar(fz_fusion *fusion, const char *name,
 fz_value *fz_build_pointwise(fz_fusion *fusion, const char *op,
                              int num_operands, fz_value *const *operands,
                              fz_error *err);
-/* A reduction by keyword ("sum", "prod", "amax", "amin") over dims, which
- * may be in any order and negative (counted from the end, as in PyTorch:
- * see Dims above); a repeated axis is an error. keepdim leaves b1 axes in
- * their place. */
+/* A reduction by keyword ("sum", "prod", "amax", "amin", "mean", and the
+ * arg-reductions "argmax", "argmin"; "var" takes a correction:
+ * fz_build_var) over dims, which may be in any order
+ * and negative (counted from the end, as in PyTorch: see Dims above); a
+ * repeated axis is an error. keepdim leaves b1 axes in their place. */
 fz_value *fz_build_reduction(fz_fusion *fusion, const char *op, fz_value *a,
                              int num_dims, const int *dims, bool keepdim,
                              fz_error *err);
+/* torch.argmax / torch.argmin (op "argmax" or "argmin"): the i64 position
+ * of the greatest (least) element along axis `dim` (negative counts from
+ * the end), or, with all_dims (PyTorch's dim=None; `dim` is then not
+ * read), the flat row-major index over every axis. Ties and NaN go to the
+ * first position (docs/format.md); a rank-0 operand gives 0; a bool
+ * operand or an axis of extent 0 is FZ_ERR_INVALID. */
+fz_value *fz_build_arg_reduction(fz_fusion *fusion, const char *op,
+                                 fz_value *a, int dim, bool all_dims,
+                                 bool keepdim, fz_error *err);
+/* The variance over dims (fz_build_reduction's rules; "mean" is a
+ * reduction keyword of its own) with Bessel's `correction`, a finite
+ * number >= 0 (torch.var's correction, 1 by default there): the squared
+ * distances from the mean summed, over max(0, count - correction), so a
+ * correction >= count gives inf (NaN for a constant input), as in
+ * PyTorch. Floating-point operands only; f16 and bf16 compute in f32. A
+ * var and a mean of the same operand over the same dims are computed in
+ * one pass (docs/format.md). */
+fz_value *fz_build_var(fz_fusion *fusion, fz_value *a, int num_dims,
+                       const int *dims, double correction, bool keepdim,
+                       fz_error *err);
 /* Expands a's b1 axes: extents has rank(a) entries. For a b1 axis, a
  * constant other than 1 or a symbol expands it (b1->E); 1 or
  * FZ_EXTENT_BROADCAST leaves it. Every other axis must be given its own
@@ -598,6 +634,17 @@ fz_value *fz_build_iota(fz_fusion *fusion, fz_dtype dtype, int64_t extent,
  * by its element count, without writing the size in as a constant, so
  * that one fusion (and one kernel) serves every size. The symbol must
  * already exist (an input names it); FZ_ERR_INVALID otherwise. */
+/* Random numbers by keyword: "rand" (uniform in [0, 1)) or "randn"
+ * (standard normal), a tensor of float `dtype` and extents (as for
+ * fz_build_full; rank 0 allowed) from `seed` and `offset`, i64 scalars of
+ * the fusion (rank-0 inputs or results, or fz_literal_int). Element i
+ * (row-major) depends only on (seed, offset, i), never on how the fusion
+ * is scheduled; distinct offsets give independent streams
+ * (docs/format.md, "rand and randn"). */
+fz_value *fz_build_random(fz_fusion *fusion, const char *op, fz_dtype dtype,
+                          int rank, const int64_t *extents,
+                          const char *const *symbols, fz_value *seed,
+                          fz_value *offset, fz_error *err);
 fz_value *fz_build_symbol(fz_fusion *fusion, const char *symbol,
                           fz_error *err);
 
@@ -611,6 +658,14 @@ fz_value *fz_build_nan_to_num(fz_fusion *fusion, fz_value *a, double nan,
                               const double *posinf, const double *neginf,
                               fz_error *err);
 
+/* Indexing by keyword along axis `dim` (negative counts from the end) of
+ * `data`, with an i64 or i32 `index`: "gather" (torch.gather: index has
+ * data's rank and the result's shape, its other axes' extents equal
+ * data's) or "index_select" (torch.index_select: a 1-D index replaces
+ * axis dim). An index out of range is an error when the fusion runs
+ * (fz_interpret; fz_executor_check for kernels). */
+fz_value *fz_build_gather(fz_fusion *fusion, const char *op, fz_value *data,
+                          fz_value *index, int dim, fz_error *err);
 /* The resize ops (docs/format.md, "Resize ops"), with fz_build's
  * contract. fz_build_slice: per axis of a, the elements start,
  * start + step, ... below stop, where 0 <= start <= stop <= the extent

@@ -94,6 +94,8 @@ typedef enum fz_op_kind {
   FZ_KIND_FULL,
   FZ_KIND_IOTA,
   FZ_KIND_SYMBOL,
+  FZ_KIND_RANDOM,
+  FZ_KIND_GATHER, /* gather, index_select: data, index; dims: the axis */
   FZ_KIND_SLICE,
   FZ_KIND_PAD,
   FZ_KIND_CAT,
@@ -109,6 +111,9 @@ enum {
   FZ_F_FLOAT_ONLY = 1 << 5, /* floats only */
   FZ_F_INT_ONLY = 1 << 6,   /* integers and bool only */
   FZ_F_NO_BOOL = 1 << 7,    /* not bool */
+  /* An arg-reduction: the result is the i64 position of the reduced
+   * element (argmax, argmin), not a value of the operand's dtype. */
+  FZ_F_ARG = 1 << 8,
 };
 
 typedef enum fz_opcode {
@@ -319,6 +324,7 @@ struct fz_op {
   fz_scalar iota_start;     /* IOTA: start and step (default 0, 1) */
   fz_scalar iota_step;
   int symbol;               /* SYMBOL: index into fusion->symbols */
+  double correction;        /* VAR: divisor is max(0, count - correction) */
   fz_loc loc;
   /* SLICE and PAD (PAD's value is `fill`); CAT's axis is dims[0] */
   fz_resize resize;
@@ -445,6 +451,7 @@ typedef struct fz_attrs {
   bool has_iota_start, has_iota_step;
   int symbol; /* symbol: the index of the symbol read */
   fz_resize resize; /* slice, pad (with `fill`); cat's axis is dims[0] */
+  double correction; /* var: finite, >= 0 (zero-initialised: 0) */
 } fz_attrs;
 
 /* Create an op and its result with inferred dtype and shape. Rank-0
@@ -475,7 +482,8 @@ fz_value *fz_literal_bool(fz_fusion *fusion, bool v);
  *    arity must match);
  *  fz_cast: to `dtype` (float->int truncates toward zero and saturates,
  *    NaN -> 0: docs/format.md);
- *  fz_reduce: a reduction opcode (sum prod amax amin) over `dims` (see
+ *  fz_reduce: a reduction opcode (sum prod amax amin argmax argmin) over
+ *    `dims` (see
  *    Axes above); keepdim leaves b1 axes in their place;
  *  fz_broadcast: inserts b1 axes at result positions `dims` (of the
  *    result, whose rank is rank + num_dims);
@@ -516,6 +524,12 @@ fz_value *fz_set(fz_fusion *f, fz_value *a, fz_error *err);
 fz_value *fz_full(fz_fusion *f, const fz_type *shape, fz_scalar fill,
                   fz_error *err);
 fz_value *fz_read_symbol(fz_fusion *f, int symbol, fz_error *err);
+/* var over `dims` (fz_reduce's rules) with Bessel's `correction` (finite,
+ * >= 0; 1 is torch.var's default): sum((x - mean)^2) / max(0, count -
+ * correction), so a correction >= count gives inf, or NaN for a constant
+ * input, as PyTorch does. Floats only; f16/bf16 compute in f32. */
+fz_value *fz_var(fz_fusion *f, fz_value *a, int num_dims, const int *dims,
+                 double correction, bool keepdim, fz_error *err);
 
 /* Declare the result's layout (alloc_order is a permutation of its logical
  * axes, outermost first; contiguous may be NULL for all-contiguous, else
@@ -637,6 +651,32 @@ uint16_t fz_f16_from_double(double v);
 double fz_f16_to_double(uint16_t bits);
 uint16_t fz_bf16_from_double(double v);
 double fz_bf16_to_double(uint16_t bits);
+
+/* ---- philox.c: the numbers rand and randn generate ---------------------- */
+
+/* Philox4x32-10 (Salmon et al., SC'11): four 32-bit words from a 128-bit
+ * counter and a 64-bit key. */
+void fz_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
+                      uint32_t out[4]);
+/* 2 pi as randn's angle uses it: this double, or this double rounded to
+ * float for randn of f32, f16 and bf16. */
+#define FZ_PHILOX_TWO_PI 6.283185307179586
+/* How many elements one Philox call feeds for rand or randn of dtype:
+ * element i takes call i / G, words from (i % G) * (4 / G) on. */
+int fz_philox_per_call(fz_opcode code, fz_dtype dtype);
+/* The bits of a word rand keeps for dtype (24 for f32, 11 for f16, 8 for
+ * bf16, 53 for f64 from two words): its values are multiples of 2^-bits
+ * in [0, 1), exact in the dtype. */
+int fz_philox_uniform_bits(fz_dtype dtype);
+/* The value of rand or randn of dtype made from the 4 / G words at w (f16
+ * and bf16 randn: the f32 value, before rounding to the dtype). */
+double fz_philox_from_words(fz_opcode code, fz_dtype dtype,
+                            const uint32_t *w);
+/* Element `index` (row-major linear, in the result's logical shape) of
+ * rand or randn of dtype under (seed, offset), before rounding to the
+ * dtype (rand's values need none). */
+double fz_philox_value(fz_opcode code, fz_dtype dtype, int64_t seed,
+                       int64_t offset, int64_t index);
 
 #ifdef __cplusplus
 }

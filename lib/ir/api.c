@@ -261,6 +261,29 @@ fz_value *fz_build_reduction(fz_fusion *f, const char *op, fz_value *a,
   return fz_reduce(f, (fz_opcode)code, a, num_dims, dims, keepdim, err);
 }
 
+fz_value *fz_build_arg_reduction(fz_fusion *f, const char *op, fz_value *a,
+                                 int dim, bool all_dims, bool keepdim,
+                                 fz_error *err) {
+  static const fz_op_kind kinds[] = {FZ_KIND_REDUCTION};
+  int code = opcode_of(op, kinds, 1, "an arg-reduction", err);
+  if (code < 0)
+    return NULL;
+  if (!(fz_op_table[code].flags & FZ_F_ARG)) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "%s is not an arg-reduction (argmax or argmin)", op);
+    return NULL;
+  }
+  /* no dims: every axis (the builder's rule, and a rank-0 operand's) */
+  return fz_reduce(f, (fz_opcode)code, a, all_dims ? 0 : 1, &dim, keepdim,
+                   err);
+}
+
+fz_value *fz_build_var(fz_fusion *f, fz_value *a, int num_dims,
+                       const int *dims, double correction, bool keepdim,
+                       fz_error *err) {
+  return fz_var(f, a, num_dims, dims, correction, keepdim, err);
+}
+
 /* Checks what every call that reads its operand before fz_build needs. */
 static bool check_operand(const fz_fusion *f, const fz_value *a,
                           const char *op, fz_error *err) {
@@ -370,6 +393,27 @@ fz_value *fz_build_iota(fz_fusion *f, fz_dtype dtype, int64_t extent,
     return NULL;
   attrs.shape = &shape;
   return fz_build(f, FZ_OP_IOTA, 0, NULL, &attrs, err);
+}
+
+fz_value *fz_build_random(fz_fusion *f, const char *op, fz_dtype dtype,
+                          int rank, const int64_t *extents,
+                          const char *const *symbols, fz_value *seed,
+                          fz_value *offset, fz_error *err) {
+  int code = op ? fz_opcode_from_name(op, strlen(op)) : -1;
+  if (code < 0 || fz_op_table[code].kind != FZ_KIND_RANDOM) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "random: \"%s\" is not rand or randn", op ? op : "(null)");
+    return NULL;
+  }
+  const char *name = fz_op_table[code].name;
+  fz_type shape;
+  if (!check_operand(f, seed, name, err) ||
+      !check_operand(f, offset, name, err) ||
+      !target_type(f, name, dtype, rank, extents, symbols, &shape, err))
+    return NULL;
+  fz_attrs attrs = {.shape = &shape};
+  fz_value *operands[2] = {seed, offset};
+  return fz_build(f, (fz_opcode)code, 2, operands, &attrs, err);
 }
 
 fz_value *fz_build_symbol(fz_fusion *f, const char *symbol, fz_error *err) {
@@ -501,4 +545,15 @@ fz_status fz_value_axis(const fz_fusion *f, const fz_value *v, int axis,
   if (broadcast)
     *broadcast = a->kind == FZ_AXIS_BROADCAST;
   return FZ_OK;
+}
+
+fz_value *fz_build_gather(fz_fusion *f, const char *op, fz_value *data,
+                          fz_value *index, int dim, fz_error *err) {
+  static const fz_op_kind kinds[] = {FZ_KIND_GATHER};
+  int code = opcode_of(op, kinds, 1, "gather or index_select", err);
+  if (code < 0)
+    return NULL;
+  fz_attrs a = {.num_dims = 1, .dims = {dim}};
+  return fz_build(f, (fz_opcode)code, 2, (fz_value *const[]){data, index}, &a,
+                  err);
 }

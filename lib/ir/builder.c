@@ -8,6 +8,7 @@
  */
 #include "fz/ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,8 @@ static bool normalize_axes(const char *name, fz_op_kind kind,
     return true;
   }
   if (kind != FZ_KIND_REDUCTION && kind != FZ_KIND_SQUEEZE &&
-      kind != FZ_KIND_BROADCAST && kind != FZ_KIND_CAT)
+      kind != FZ_KIND_BROADCAST && kind != FZ_KIND_CAT &&
+      kind != FZ_KIND_GATHER)
     return true;
   if (kind == FZ_KIND_BROADCAST)
     rank += attrs->num_dims; /* new axes are positions in the result */
@@ -81,16 +83,40 @@ static bool normalize_axes(const char *name, fz_op_kind kind,
   return true;
 }
 
+/* The variance of the one element of a rank-0 operand: (a - a)^2, 0 for a
+ * finite value and NaN for inf or NaN, over max(0, 1 - correction), as
+ * torch.var computes it. */
+static fz_value *var_of_one(fz_fusion *f, fz_value *a, const fz_attrs *attrs,
+                            fz_error *err) {
+  if (!(attrs->correction >= 0 && isfinite(attrs->correction))) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "var: correction %g must be a finite number >= 0",
+                 attrs->correction);
+    return NULL;
+  }
+  double divisor = 1 - attrs->correction;
+  fz_value *d = fz_binary(f, FZ_OP_SUB, a, a, err);
+  fz_value *m2 = d ? fz_binary(f, FZ_OP_MUL, d, d, err) : NULL;
+  return m2 ? fz_binary(f, FZ_OP_DIV, m2,
+                        fz_literal_float(f, divisor > 0 ? divisor : 0), err)
+            : NULL;
+}
+
 /* PyTorch's reductions over no dims: an empty dim list reduces every axis
  * (torch.sum(x, dim=[]), torch.amax(x, dim=())), and a rank-0 operand,
  * whose only dims are 0 and -1, has nothing to reduce: the result is the
- * value, in the reduction's result dtype (sum of a bool is i64). Rewritten
+ * value, in the reduction's result dtype (sum of a bool is i64), or for an
+ * arg-reduction the position 0 (an i64 full). Rewritten
  * here so that a reduction op always reduces at least one axis. Returns
  * true with *out set (NULL on error) when the call was rewritten to a cast
  * or copy. */
 static bool reduce_nothing(fz_fusion *f, fz_opcode code, fz_value *a,
                            fz_attrs *attrs, fz_value **out, fz_error *err) {
   const char *name = fz_op_table[code].name;
+  /* var and mean of an integer: fz_infer_type says why not */
+  if ((fz_op_table[code].flags & FZ_F_FLOAT_ONLY) &&
+      !fz_dtype_is_float(a->type.dtype))
+    return false;
   if (a->type.rank > 0) {
     if (attrs->num_dims == 0) {
       attrs->num_dims = a->type.rank;
@@ -113,7 +139,16 @@ static bool reduce_nothing(fz_fusion *f, fz_opcode code, fz_value *a,
       return true;
     }
   }
+  if (code == FZ_OP_VAR) {
+    *out = var_of_one(f, a, attrs, err);
+    return true;
+  }
   fz_dtype dtype = fz_op_result_dtype(code, fz_promote(1, &a));
+  if (fz_op_table[code].flags & FZ_F_ARG) { /* a scalar's one position */
+    fz_type zero = {.dtype = FZ_I64};
+    *out = fz_full(f, &zero, (fz_scalar){.i = 0}, err);
+    return true;
+  }
   *out = dtype == a->type.dtype ? fz_set(f, a, err) : fz_cast(f, a, dtype, err);
   return true;
 }
@@ -174,9 +209,11 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
   switch (fz_op_table[code].kind) {
   case FZ_KIND_REDUCTION:
     op->keepdim = attrs->keepdim;
+    op->correction = code == FZ_OP_VAR ? attrs->correction : 0;
     /* fall through */
   case FZ_KIND_BROADCAST:
   case FZ_KIND_SQUEEZE:
+  case FZ_KIND_GATHER:
     op->num_dims = attrs->num_dims;
     memcpy(op->dims, attrs->dims, sizeof op->dims[0] * (size_t)attrs->num_dims);
     break;
@@ -295,6 +332,11 @@ fz_value *fz_reduce(fz_fusion *f, fz_opcode code, fz_value *a, int num_dims,
     fz_error_set(err, FZ_ERR_INVALID, "%s is not a reduction", name);
     return NULL;
   }
+  if (code == FZ_OP_VAR) {
+    fz_error_set(err, FZ_ERR_INVALID,
+                 "var takes a correction: build it with fz_var");
+    return NULL;
+  }
   return fz_build(f, code, 1, &a, &attrs, err);
 }
 
@@ -372,4 +414,12 @@ fz_status fz_value_set_layout(fz_value *value, const int *alloc_order,
     return st;
   value->type = t;
   return FZ_OK;
+}
+
+fz_value *fz_var(fz_fusion *f, fz_value *a, int num_dims, const int *dims,
+                 double correction, bool keepdim, fz_error *err) {
+  fz_attrs attrs = {.keepdim = keepdim, .correction = correction};
+  if (!pack_dims(&attrs, "var", num_dims, dims, err))
+    return NULL;
+  return fz_build(f, FZ_OP_VAR, 1, &a, &attrs, err);
 }

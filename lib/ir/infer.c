@@ -15,6 +15,7 @@
 #include "fz/ir.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,14 +375,44 @@ static fz_status infer_pointwise(infer_ctx *c, fz_opcode code, int n,
   return check_literal_ranges(c, code, n, ops, p, out->dtype);
 }
 
+/* What PyTorch refuses of an arg-reduction: a bool operand (its CUDA
+ * kernels take numbers only), and an empty reduced axis, which has no
+ * position to give: one of constant extent 0 is an error here (a symbolic
+ * one when sizes are bound). */
+static fz_status check_arg(infer_ctx *c, fz_opcode code, const fz_value *a,
+                           const fz_attrs *attrs) {
+  if (!(fz_op_table[code].flags & FZ_F_ARG))
+    return FZ_OK;
+  if (a->type.dtype == FZ_BOOL)
+    return fail(c, "operand is bool (PyTorch's argmax and argmin take "
+                   "numbers: cast it first)");
+  for (int i = 0; i < attrs->num_dims; i++) {
+    fz_extent e = fz_axis_extent(&a->type.axes[attrs->dims[i]]);
+    if (e.symbol < 0 && e.value == 0)
+      return fail(c, "cannot reduce axis %d of extent 0 (no position to "
+                  "return)", attrs->dims[i]);
+  }
+  return FZ_OK;
+}
+
 static fz_status infer_reduction(infer_ctx *c, fz_opcode code,
                                  const fz_value *a, const fz_attrs *attrs,
                                  fz_type *out) {
+  if ((fz_op_table[code].flags & FZ_F_FLOAT_ONLY) &&
+      !fz_dtype_is_float(a->type.dtype))
+    return fail(c, "is only defined on floating-point operands, not %s (as "
+                   "in PyTorch); cast them first",
+                fz_dtype_name(a->type.dtype));
+  if (code == FZ_OP_VAR && !(attrs->correction >= 0 && isfinite(attrs->correction)))
+    return fail(c, "correction %g must be a finite number >= 0",
+                attrs->correction);
   if (attrs->num_dims == 0)
     return fail(c, "needs at least one dim to reduce");
   fz_status st =
       check_dims(c, attrs->num_dims, attrs->dims, a->type.rank, "an operand");
   if (st)
+    return st;
+  if ((st = check_arg(c, code, a, attrs)))
     return st;
   int d = 0;
   out->rank = 0;
@@ -641,6 +672,92 @@ static fz_status infer_symbol(infer_ctx *c, const fz_attrs *attrs,
   return FZ_OK;
 }
 
+/* rand and randn: a float result of the declared shape, from two i64
+ * scalars (seed, offset). An expanded broadcast axis would repeat one
+ * value along a run of elements that have distinct indices, so only
+ * iteration axes and b1 are allowed. */
+static fz_status infer_random(infer_ctx *c, fz_value *const *operands,
+                              const fz_attrs *attrs, fz_type *out) {
+  static const char *const names[2] = {"seed", "offset"};
+  for (int k = 0; k < 2; k++) {
+    const fz_type *t = &operands[k]->type;
+    if (t->rank != 0 || t->dtype != FZ_I64) {
+      char buf[256];
+      return fail(c, "operand %d (the %s) must be an i64 scalar, not %s", k,
+                  names[k], fz_format_type(c->f, t, buf, sizeof buf));
+    }
+  }
+  fz_status st = need_shape(c, attrs, "result shape");
+  if (st)
+    return st;
+  const fz_type *s = attrs->shape;
+  if (!fz_dtype_is_float(s->dtype))
+    return fail(c, "result dtype must be a float (f16, bf16, f32, f64), not %s",
+                fz_dtype_name(s->dtype));
+  for (int i = 0; i < s->rank; i++)
+    if (s->axes[i].kind == FZ_AXIS_BROADCAST && s->axes[i].expanded)
+      return fail(c, "result axis %d must not be an expanded broadcast axis",
+                  i);
+  out->dtype = s->dtype;
+  out->rank = s->rank;
+  memcpy(out->axes, s->axes, sizeof out->axes[0] * (size_t)s->rank);
+  return FZ_OK;
+}
+
+/* gather and index_select: the data operand x read along dims' one axis d
+ * at coordinates an integer index gives. gather's index has x's rank and
+ * the result's shape (the other axes are read at the result's coordinate,
+ * so their extents must equal x's); index_select's is 1-D and replaces
+ * axis d. */
+static fz_status infer_gather(infer_ctx *c, fz_opcode code,
+                              fz_value *const *operands,
+                              const fz_attrs *attrs, fz_type *out) {
+  const fz_value *x = operands[0], *index = operands[1];
+  char b1[80], b2[80];
+  if (x->type.rank == 0)
+    return fail(c, "the data operand must have rank 1 or more, not 0");
+  if (attrs->num_dims != 1)
+    return fail(c, "needs exactly one axis in dims(...), not %d",
+                attrs->num_dims);
+  int d = attrs->dims[0];
+  if (d < 0 || d >= x->type.rank)
+    return fail(c, "dim %d is out of range for a data operand of rank %d", d,
+                x->type.rank);
+  if (index->type.dtype != FZ_I64 && index->type.dtype != FZ_I32)
+    return fail(c, "the index must be i64 or i32, not %s",
+                fz_dtype_name(index->type.dtype));
+  out->dtype = x->type.dtype;
+  if (code == FZ_OP_INDEX_SELECT) {
+    if (index->type.rank != 1)
+      return fail(c, "the index must have rank 1, not %d", index->type.rank);
+    *out = x->type;
+    out->axes[d] = index->type.axes[0];
+    return FZ_OK;
+  }
+  if (index->type.rank != x->type.rank)
+    return fail(c, "the index has rank %d but the data operand has rank %d; "
+                   "they must be equal",
+                index->type.rank, x->type.rank);
+  for (int k = 0; k < x->type.rank; k++) {
+    if (k == d)
+      continue;
+    const fz_axis *xa = &x->type.axes[k], *ia = &index->type.axes[k];
+    if (!fz_extent_equal(fz_axis_extent(xa), fz_axis_extent(ia)))
+      return fail(c, "index axis %d has extent %s but data axis %d has "
+                     "extent %s; axes other than dim %d must agree",
+                  k, format_axis(c->f, ia, b1, sizeof b1), k,
+                  format_axis(c->f, xa, b2, sizeof b2), d);
+  }
+  /* the index's axes, except that the result varies where x does: an
+   * index broadcast along an axis x spans still reads x's every point */
+  out->rank = index->type.rank;
+  for (int k = 0; k < x->type.rank; k++)
+    out->axes[k] = k != d && x->type.axes[k].kind == FZ_AXIS_ITER
+                       ? x->type.axes[k]
+                       : index->type.axes[k];
+  return FZ_OK;
+}
+
 /* ---- entry point -------------------------------------------------------- */
 
 fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
@@ -707,6 +824,12 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
     break;
   case FZ_KIND_SYMBOL:
     st = infer_symbol(&c, attrs, out);
+    break;
+  case FZ_KIND_RANDOM:
+    st = infer_random(&c, operands, attrs, out);
+    break;
+  case FZ_KIND_GATHER:
+    st = infer_gather(&c, code, operands, attrs, out);
     break;
   case FZ_KIND_SLICE:
   case FZ_KIND_PAD:

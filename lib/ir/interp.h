@@ -4,7 +4,8 @@
  * conversions, and the math of every pointwise op. interp_bind.c binds
  * symbols from input sizes and checks arguments. interp_rows.c moves
  * elements: views, loop nests, and loading/storing rows with dtype
- * conversion. interp_ops.c says what each op does to views; interp.c
+ * conversion. interp_ops.c says what each op does to views (rand and
+ * randn: interp_random.c, from philox.c); interp.c
  * allocates buffers and runs the ops in order.
  */
 #ifndef FZ_IR_INTERP_H
@@ -166,11 +167,40 @@ fz_status fz_interp_new_dense(fz_interp *in, const fz_value *v,
 const fz_iview *fz_interp_operand(fz_interp *in, const fz_value *v,
                                   fz_iview *tmp);
 
+/* ---- interp_argreduce.c --------------------------------------------------- */
+
+/* argmax / argmin of src into the dense i64 view res: reduced[d] marks the
+ * reduced axes of src, out_strides[d] is res's stride for src axis d (0
+ * when reduced). The position is row-major over the reduced axes in
+ * logical order; ties and NaN go to the first position. FZ_ERR_OUT_OF_MEMORY
+ * when the scratch of running values cannot be allocated. */
+fz_status fz_interp_arg_reduce(fz_opcode code, const fz_iview *src,
+                               const bool *reduced, const int64_t *out_strides,
+                               fz_iview *res, fz_error *err);
+
 /* ---- interp_ops.c -------------------------------------------------------- */
 
 /* Evaluates op into *res (its operands' views are live). */
 fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res);
 
+/* ---- interp_moments.c ---------------------------------------------------- */
+
+/* var or mean of src over its `reduced` axes into the dense result res
+ * (out_strides: res's stride per source axis, 0 for the reduced ones). */
+fz_status fz_interp_moments(fz_interp *in, const fz_op *op, const fz_iview *src,
+                            const bool *reduced, const int64_t *out_strides,
+                            fz_iview *res);
+/* ---- interp_random.c ----------------------------------------------------- */
+
+/* rand or randn into a new row-major *res (philox.c). */
+fz_status fz_interp_eval_random(fz_interp *in, const fz_op *op,
+                                fz_iview *res);
+/* ---- interp_gather.c ----------------------------------------------------- */
+
+/* gather and index_select into *res; an index outside [0, extent) of the
+ * data axis is FZ_ERR_INVALID "gather: index 17 is out of range [0, 16)
+ * of axis 1 of %x", as PyTorch refuses it (negative indices too). */
+fz_status fz_interp_eval_gather(fz_interp *in, const fz_op *op, fz_iview *res);
 /* ---- interp_resize.c ----------------------------------------------------- */
 
 /* Evaluates a slice, pad or cat into *res. */

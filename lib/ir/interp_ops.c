@@ -305,9 +305,16 @@ static fz_status eval_reduction(fz_interp *in, const fz_op *op, fz_iview *res) {
     }
   }
   int64_t n = fz_iview_count(res);
-  if ((op->code == FZ_OP_AMAX || op->code == FZ_OP_AMIN) && n > 0 && empty)
+  if (op->code == FZ_OP_VAR || op->code == FZ_OP_MEAN)
+    return fz_interp_moments(in, op, src, reduced, out_strides, res);
+  bool arg = fz_op_table[op->code].flags & FZ_F_ARG;
+  if ((op->code == FZ_OP_AMAX || op->code == FZ_OP_AMIN || arg) && n > 0 &&
+      empty)
     return fz_interp_invalid(in, op, "cannot take %s over an empty axis",
                              fz_op_table[op->code].name);
+  if (arg)
+    return fz_interp_arg_reduce(op->code, src, reduced, out_strides, res,
+                                in->err);
 
   bool fl = is_float(res->dtype);
   bool f32_range = fl && res->dtype != FZ_F64;
@@ -538,6 +545,10 @@ fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res) {
     return eval_generator(in, op, res);
   case FZ_KIND_SYMBOL:
     return eval_symbol(in, op, res);
+  case FZ_KIND_RANDOM:
+    return fz_interp_eval_random(in, op, res);
+  case FZ_KIND_GATHER:
+    return fz_interp_eval_gather(in, op, res);
   case FZ_KIND_SLICE:
   case FZ_KIND_PAD:
   case FZ_KIND_CAT:

@@ -738,6 +738,8 @@ typedef struct pop {
   const fz_token *list_tok[5];
   plit value;
   const fz_token *value_tok;
+  plit correction; /* var */
+  const fz_token *correction_tok;
 } pop;
 
 /* The lists of the resize attributes, by their place in pop.lists. */
@@ -853,9 +855,12 @@ static fz_status make_resize_attrs(parser *p, pop *op, const ptype *declared,
 }
 
 static bool attr_allowed(fz_op_kind kind, const char *attr) {
+  if (!strcmp(attr, "correction"))
+    return false; /* var's own: parse_attribute asks for it by opcode */
   if (!strcmp(attr, "dims"))
     return kind == FZ_KIND_REDUCTION || kind == FZ_KIND_BROADCAST ||
-           kind == FZ_KIND_SQUEEZE || kind == FZ_KIND_CAT;
+           kind == FZ_KIND_SQUEEZE || kind == FZ_KIND_CAT ||
+           kind == FZ_KIND_GATHER;
   if (!strcmp(attr, "keepdim"))
     return kind == FZ_KIND_REDUCTION;
   if (!strcmp(attr, "perm"))
@@ -864,10 +869,11 @@ static bool attr_allowed(fz_op_kind kind, const char *attr) {
 }
 
 /* attribute = "dims" axis-list | "keepdim" | "perm" axis-list
- *           | "start" "(" literal ")" | "step" "(" literal ")" */
+ *           | "start" "(" literal ")" | "step" "(" literal ")"
+ *           | "correction" "(" literal ")" */
 static fz_status parse_attribute(parser *p, pop *op) {
   static const char *const names[] = {"dims", "keepdim", "perm", "start",
-                                      "step"};
+                                      "step", "correction"};
   const fz_token *t = cur(p);
   const char *attr = NULL;
   if (op->code == FZ_OP_SLICE || op->code == FZ_OP_PAD)
@@ -881,12 +887,14 @@ static fz_status parse_attribute(parser *p, pop *op) {
                  (int)(t->length > 40 ? 40 : t->length), text_of(p, t));
   if (!attr)
     return expected(p, "':' and the result type");
-  if (!attr_allowed(fz_op_table[op->code].kind, attr))
+  bool var_attr = !strcmp(attr, "correction") && op->code == FZ_OP_VAR;
+  if (!var_attr && !attr_allowed(fz_op_table[op->code].kind, attr))
     return ERROR(p, t, "'%s' is not an attribute of '%s'", attr, op_name);
   const fz_token **slot = !strcmp(attr, "dims")      ? &op->dims_tok
                           : !strcmp(attr, "keepdim") ? &op->keepdim_tok
                           : !strcmp(attr, "perm")    ? &op->perm_tok
                           : !strcmp(attr, "start")   ? &op->start_tok
+                          : var_attr                 ? &op->correction_tok
                                                      : &op->step_tok;
   if (*slot)
     return ERROR(p, t, "duplicate attribute '%s'", attr);
@@ -900,7 +908,9 @@ static fz_status parse_attribute(parser *p, pop *op) {
                            op->perm_toks);
   if (slot == &op->keepdim_tok)
     return FZ_OK;
-  plit *l = slot == &op->start_tok ? &op->start : &op->step;
+  plit *l = slot == &op->start_tok        ? &op->start
+            : slot == &op->correction_tok ? &op->correction
+                                          : &op->step;
   if ((st = expect(p, FZ_TK_LPAREN, "'('")) != FZ_OK)
     return st;
   if (!parse_literal(p, l))
@@ -978,7 +988,8 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
   const fz_op_info *info = &fz_op_table[op->code];
   bool needs_dims = info->kind == FZ_KIND_REDUCTION ||
                     info->kind == FZ_KIND_BROADCAST ||
-                    info->kind == FZ_KIND_SQUEEZE || info->kind == FZ_KIND_CAT;
+                    info->kind == FZ_KIND_SQUEEZE || info->kind == FZ_KIND_CAT ||
+                    info->kind == FZ_KIND_GATHER;
   if ((info->kind == FZ_KIND_SLICE || info->kind == FZ_KIND_PAD) &&
       (st = make_resize_attrs(p, op, declared, a)) != FZ_OK)
     return st;
@@ -1012,6 +1023,15 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
     qsort(a->dims, (size_t)a->num_dims, sizeof *a->dims, compare_ints);
   }
   a->keepdim = op->keepdim_tok != NULL;
+  if (op->code == FZ_OP_VAR) {
+    /* absent: torch.var's default; fz_infer_type checks the value */
+    a->correction = !op->correction_tok          ? 1.0
+                    : op->correction.kind == PL_INT ? (double)op->correction.i
+                                                    : op->correction.f;
+    if (op->correction_tok && op->correction.kind != PL_INT &&
+        op->correction.kind != PL_FLOAT)
+      return ERROR(p, op->correction_tok, "correction must be a number");
+  }
   a->symbol = op->symbol;
   if (op->perm_tok) {
     int rank = op->operands[0]->type.rank;
@@ -1037,6 +1057,7 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
     break;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
+  case FZ_KIND_RANDOM:
     *shape = make_type(p, declared);
     shape->has_layout = false;
     a->shape = shape;

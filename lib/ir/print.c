@@ -322,10 +322,13 @@ static void print_op(fz_buf *b, const fz_fusion *f, const namer *nm,
     print_ints(b, "dims", op->dims, num_dims);
     if (op->keepdim)
       fz_buf_puts(b, " keepdim");
+    if (op->code == FZ_OP_VAR)
+      fz_buf_printf(b, " correction(%.17g)", op->correction);
     break;
   case FZ_KIND_BROADCAST:
   case FZ_KIND_SQUEEZE:
   case FZ_KIND_CAT:
+  case FZ_KIND_GATHER:
     print_ints(b, "dims", op->dims, num_dims);
     break;
   case FZ_KIND_SLICE:

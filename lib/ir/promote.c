@@ -73,6 +73,8 @@ fz_dtype fz_op_result_dtype(fz_opcode code, fz_dtype promoted) {
   unsigned flags = fz_op_table[code].flags;
   if (flags & FZ_F_TO_BOOL)
     return FZ_BOOL;
+  if (flags & FZ_F_ARG)
+    return FZ_I64;
   if ((flags & FZ_F_TO_FLOAT) && !fz_dtype_is_float(promoted))
     return FZ_F32;
   if ((flags & FZ_F_INT_TO_I64) && !fz_dtype_is_float(promoted))

@@ -109,6 +109,7 @@ static void op_attrs(const fz_op *op, fz_attrs *attrs) {
   attrs->num_dims = op->num_dims;
   memcpy(attrs->dims, op->dims, sizeof attrs->dims);
   attrs->keepdim = op->keepdim;
+  attrs->correction = op->correction;
   memcpy(attrs->perm, op->perm, sizeof attrs->perm);
   /* The ops that take their shape from the result type are checked for
    * what that shape must satisfy against the operand. */

@@ -4,7 +4,9 @@
  * dtype (fz_reduce_acc_dtype: f32 for f32/f16/bf16, f64, i64 for integers
  * and bool) and combine as the interpreter accumulates: sum adds, prod
  * multiplies, amax/amin take llvm.maximum/minimum on floats (NaN wins, as
- * in the interpreter) and smax/smin on integers.
+ * in the interpreter) and smax/smin on integers. var and mean partials
+ * are Welford states (welford.c), structs that move through the same
+ * paths: shuffles field by field, shared memory and the workspace whole.
  *
  * Partials cross threads in three ways, each reached by every thread of
  * the block so that no barrier or full-warp shuffle sits behind a branch
@@ -41,7 +43,7 @@ bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs) {
   rs->count = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_REDUCE)
+    if (n->kind != FZ_NODE_REDUCE || fz_reduce_shares_state(p, rs, i))
       continue;
     int lanes = p->kind == FZ_PLAN_OUTER_REDUCTION ? p->vector : 1;
     if ((rs->count + 1) * lanes > FZ_LOWER_MAX_COLUMNS) {
@@ -52,7 +54,7 @@ bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs) {
     }
     rs->node[rs->count] = i;
     rs->code[rs->count] = n->code;
-    rs->acc[rs->count] = fz_reduce_acc_dtype(n->dtype);
+    rs->acc[rs->count] = fz_plan_reduce_acc(p, n);
     rs->count++;
   }
   if (rs->count == 0) {
@@ -62,7 +64,40 @@ bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs) {
   return true;
 }
 
-static size_t acc_size(fz_dtype acc) { return fz_dtype_size(acc); }
+static bool is_arg(fz_opcode code) {
+  return fz_op_table[code].flags & FZ_F_ARG;
+}
+
+LLVMTypeRef fz_reduce_state_type(fz_emit *e, fz_opcode code, fz_dtype acc) {
+  if (is_arg(code))
+    return fz_arg_state_type(e, acc);
+  if (fz_reduce_is_welford(code))
+    return fz_welford_state_type(e, acc);
+  return fz_emit_reg_type(e, acc);
+}
+
+size_t fz_reduce_state_bytes(fz_opcode code, fz_dtype acc) {
+  if (is_arg(code))
+    return FZ_ARG_STATE_BYTES;
+  return (fz_reduce_is_welford(code) ? 3 : 1) * fz_dtype_size(acc);
+}
+
+LLVMValueRef fz_reduce_input(fz_emit *e, fz_opcode code, fz_dtype acc,
+                             LLVMValueRef x, fz_dtype from,
+                             LLVMValueRef position) {
+  if (is_arg(code))
+    return fz_arg_input(e, acc, x, from, position);
+  return fz_emit_convert(e, x, from, acc);
+}
+
+/* The type and bytes of reduction r's partials. */
+static LLVMTypeRef state_type(fz_emit *e, const fz_reduce_set *rs, int r) {
+  return fz_reduce_state_type(e, rs->code[r], rs->acc[r]);
+}
+
+static size_t state_bytes(const fz_reduce_set *rs, int r) {
+  return fz_reduce_state_bytes(rs->code[r], rs->acc[r]);
+}
 
 void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
                          fz_reduce_layout *l) {
@@ -77,7 +112,7 @@ void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
      * 32 warps per block, so at most 32 values per reduction */
     if (l->warps_per_row > 1) {
       for (int r = 0; r < rs->count; r++)
-        l->scratch_bytes += acc_size(rs->acc[r]) * (size_t)p->block_y *
+        l->scratch_bytes += state_bytes(rs, r) * (size_t)p->block_y *
                             (size_t)l->warps_per_row;
       l->columns_per_pass = rs->count;
     }
@@ -89,8 +124,8 @@ void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
    * columns per pass as the budget holds (at least one) */
   size_t widest = 0;
   for (int r = 0; r < rs->count; r++)
-    if (acc_size(rs->acc[r]) > widest)
-      widest = acc_size(rs->acc[r]);
+    if (state_bytes(rs, r) > widest)
+      widest = state_bytes(rs, r);
   size_t column = widest * (size_t)p->threads;
   int total = rs->count * l->lanes;
   int fit = (int)(SCRATCH_BUDGET / column);
@@ -116,10 +151,25 @@ LLVMValueRef fz_reduce_identity(fz_emit *e, fz_opcode code, fz_dtype acc) {
   case FZ_OP_AMIN:
     return fl ? LLVMConstReal(t, INFINITY)
               : LLVMConstInt(t, (unsigned long long)INT64_MAX, 1);
+  case FZ_OP_ARGMAX:
+  case FZ_OP_ARGMIN:
+    return fz_arg_identity(e, code, acc);
+  case FZ_OP_VAR:
+  case FZ_OP_MEAN:
+    return fz_welford_identity(e, acc);
   default:
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "%s is not a reduction",
                         fz_op_table[code].name);
   }
+}
+
+LLVMValueRef fz_reduce_accumulate(fz_emit *e, fz_opcode code, fz_dtype acc,
+                                  LLVMValueRef partial, LLVMValueRef x) {
+  if (!x)
+    return NULL;
+  if (fz_reduce_is_welford(code))
+    return fz_welford_update(e, acc, partial, x);
+  return fz_reduce_combine(e, code, acc, partial, x);
 }
 
 LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
@@ -134,6 +184,12 @@ LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
     return fz_emit_intrinsic2(e, fl ? "llvm.maximum" : "llvm.smax", a, b);
   case FZ_OP_AMIN:
     return fz_emit_intrinsic2(e, fl ? "llvm.minimum" : "llvm.smin", a, b);
+  case FZ_OP_ARGMAX:
+  case FZ_OP_ARGMIN:
+    return fz_arg_combine(e, code, acc, a, b);
+  case FZ_OP_VAR:
+  case FZ_OP_MEAN:
+    return fz_welford_combine(e, acc, a, b);
   default:
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "%s is not a reduction",
                         fz_op_table[code].name);
@@ -220,9 +276,9 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
               "warp.publish");
   size_t base = 0;
   for (int r = 0; r < rs->count; r++) {
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMTypeRef t = state_type(e, rs, r);
     LLVMBuildStore(b, vals[r], scratch_ptr(k, bs, base, t, slot));
-    base += acc_size(rs->acc[r]) * (size_t)p->block_y * (size_t)wpr;
+    base += state_bytes(rs, r) * (size_t)p->block_y * (size_t)wpr;
   }
   fz_if_end(e, &w);
   fz_emit_barrier(e);
@@ -236,7 +292,7 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
                    LLVMBuildSelect(b, has, lane, i32c(e, 0), ""), "");
   base = 0;
   for (int r = 0; r < rs->count; r++) {
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMTypeRef t = state_type(e, rs, r);
     LLVMValueRef v =
         LLVMBuildLoad2(b, t, scratch_ptr(k, bs, base, t, from), "");
     LLVMValueRef id = fz_reduce_identity(e, rs->code[r], rs->acc[r]);
@@ -244,7 +300,7 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
     if (!(vals[r] =
               warp_reduce(e, rs->code[r], rs->acc[r], v, wpr, l->warp_mask)))
       return false;
-    base += acc_size(rs->acc[r]) * (size_t)p->block_y * (size_t)wpr;
+    base += state_bytes(rs, r) * (size_t)p->block_y * (size_t)wpr;
   }
   return !e->failed;
 }
@@ -266,7 +322,7 @@ static bool column_pass(fz_kernel *k, const fz_reduce_set *rs,
   size_t column = l->column_bytes;
   for (int j = 0; j < n; j++) {
     int r = (first + j) / l->lanes;
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMTypeRef t = state_type(e, rs, r);
     LLVMBuildStore(b, vals[first + j],
                    scratch_ptr(k, bs, column * (size_t)j, t, bs->tid));
   }
@@ -283,7 +339,7 @@ static bool column_pass(fz_kernel *k, const fz_reduce_set *rs,
     LLVMValueRef next[FZ_LOWER_MAX_COLUMNS];
     for (int j = 0; j < n; j++) {
       int r = (first + j) / l->lanes;
-      LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+      LLVMTypeRef t = state_type(e, rs, r);
       LLVMValueRef o = LLVMBuildLoad2(
           b, t, scratch_ptr(k, bs, column * (size_t)j, t, partner), "");
       next[j] =
@@ -320,16 +376,18 @@ bool fz_emit_column_combine(fz_kernel *k, const fz_reduce_set *rs,
 /* ---- across the blocks of a split ---------------------------------------- */
 
 /* Element `index` (i64) of reduction r's workspace region: kept * split
- * accumulators a region, the widest accumulators' regions first (then in
+ * partials a region, the widest accumulators' regions first (then in
  * reduction order), so that every region starts at a multiple of its own
  * accumulator's size: an f32 region of 5 partials placed before an i64
- * one left the i64 partials at byte 20, and the H200 faulted on them. */
+ * one left the i64 partials at byte 20, and the H200 faulted on them. A
+ * Welford state is three accumulators: it is ordered by its accumulator
+ * and takes three times the room. */
 static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
                                   LLVMValueRef kept_split, LLVMValueRef index) {
   fz_emit *e = &k->e;
-  size_t mine = acc_size(rs->acc[r]), before = 0;
+  size_t mine = state_bytes(rs, r), before = 0;
   for (int q = 0; q < rs->count; q++) {
-    size_t size = acc_size(rs->acc[q]);
+    size_t size = state_bytes(rs, q);
     if (size > mine || (size == mine && q < r))
       before += size;
   }
@@ -340,7 +398,7 @@ static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
                      LLVMConstInt(e->t_i64, (unsigned long long)before, 0), "");
     region = LLVMBuildInBoundsGEP2(e->b, e->t_i8, region, &bytes, 1, "");
   }
-  LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+  LLVMTypeRef t = state_type(e, rs, r);
   return LLVMBuildInBoundsGEP2(e->b, t, region, &index, 1, "");
 }
 
@@ -426,7 +484,7 @@ LLVMValueRef fz_emit_grid_combine(fz_kernel *k, const fz_reduce_set *rs,
   LLVMValueRef s = LLVMBuildPhi(b, e->t_i64, "s");
   LLVMValueRef acc[FZ_LOWER_MAX_COLUMNS];
   for (int j = 0; j < total; j++)
-    acc[j] = LLVMBuildPhi(b, fz_emit_reg_type(e, rs->acc[j / lanes]), "");
+    acc[j] = LLVMBuildPhi(b, state_type(e, rs, j / lanes), "");
   LLVMBuildCondBr(
       b, LLVMBuildAnd(b, active, LLVMBuildICmp(b, LLVMIntULT, s, split, ""), ""),
       body, done);
@@ -436,7 +494,7 @@ LLVMValueRef fz_emit_grid_combine(fz_kernel *k, const fz_reduce_set *rs,
   LLVMValueRef next[FZ_LOWER_MAX_COLUMNS];
   for (int j = 0; j < total; j++) {
     int r = j / lanes, ln = j % lanes;
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMTypeRef t = state_type(e, rs, r);
     LLVMValueRef idx = LLVMBuildAdd(
         b, theirs, LLVMConstInt(e->t_i64, (unsigned long long)ln, 0), "");
     LLVMValueRef v =

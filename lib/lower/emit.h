@@ -25,17 +25,24 @@
  *                            reductions, the grid barrier, the final pass
  *     persistent_prefetch.c  the next row's loads copied ahead into
  *                            shared memory
- *     persistent_common.c    what the three share: allocas in the entry
+ *     persistent_cluster.c   a row shared by a thread-block cluster: the
+ *                            exchange of row reductions across it
+ *     persistent_common.c    what they share: allocas in the entry
  *                            block, a row's offset bases
  *
  *   helpers (prototypes below, grouped by file)
  *   combine.c     accumulators: identities, combining, warp shuffles, the
  *                 shared-memory trees and the grid-reduction protocol
+ *   argreduce.c   argmax / argmin partials: (value, position) pairs
  *   slot.c        one node of a slot (LOAD, value, STORE) evaluated over
  *                 its lanes
+ *   gather.c      a GATHER node's lanes: reads where an index says, bad
+ *                 indices clamped and recorded in the error word
  *   kernel.c      the kernel: its signature and parameters, index ->
  *                 coordinates -> offsets
  *   compute.c     one plan node (op, literal, iota) -> LLVM values
+ *   random.c      a RANDOM node's lanes: Philox and its uniform and
+ *                 normal values
  *   memory.c      register and memory forms of each dtype, conversions
  *                 between dtypes, vector / splat / per-lane accesses
  *   walk.c        evaluating a node after its operands, on demand
@@ -140,6 +147,8 @@ typedef struct fz_access_params {
   LLVMValueRef ptr;
   LLVMValueRef stride[FZ_MAX_RANK]; /* index type; NULL when structural */
   LLVMValueRef offset;
+  /* gathered accesses: stride (index type), extent and site (i64) */
+  LLVMValueRef gather_stride, gather_extent, gather_site;
 } fz_access_params;
 
 /* The kernel being emitted: the emitter plus its parameters. */
@@ -150,6 +159,7 @@ typedef struct fz_kernel {
   LLVMValueRef ext[FZ_MAX_RANK];    /* extents; NULL when never read */
   LLVMValueRef workspace, counters; /* split or grid-column plans, else NULL */
   LLVMValueRef *symbol;             /* per plan symbol: its value, i64 */
+  LLVMValueRef error_word;          /* plans with gathers, else NULL */
 } fz_kernel;
 
 /* Declares k->e.fn with plan.h's parameters (fz_plan_num_params of them)
@@ -193,6 +203,13 @@ bool fz_kernel_value_node(fz_kernel *k, int i, LLVMValueRef *table,
 /* STORE node i: its operand's lanes converted and stored at `off`. */
 bool fz_kernel_store_node(fz_kernel *k, int i, LLVMValueRef *table,
                           LLVMValueRef off, int lanes);
+
+/* ---- gather.c ------------------------------------------------------------ */
+
+/* GATHER node i over `lanes` lanes at coordinates c (of lane 0), reading
+ * its index operand's lanes from the table. */
+bool fz_kernel_gather_node(fz_kernel *k, int i, LLVMValueRef *table,
+                           const LLVMValueRef *c, int lanes);
 
 /* ---- control.c ----------------------------------------------------------- */
 
@@ -267,6 +284,16 @@ LLVMValueRef fz_emit_literal(fz_emit *e, const fz_plan_node *n);
 LLVMValueRef fz_emit_iota(fz_emit *e, const fz_plan_node *n,
                           LLVMValueRef index);
 
+/* ---- random.c ------------------------------------------------------------ */
+
+/* RANDOM node n's values (register form of n->dtype) for `lanes` lanes at
+ * element indices index + l * step (i64); seed and offset are i64.
+ * `aligned`: step is 1, lanes is a multiple of fz_philox_per_call and so
+ * is index, so that each Philox call serves that many lanes. */
+bool fz_emit_random(fz_emit *e, const fz_plan_node *n, LLVMValueRef seed,
+                    LLVMValueRef offset, LLVMValueRef index, int64_t step,
+                    bool aligned, int lanes, LLVMValueRef *out);
+
 /* ---- combine.c ----------------------------------------------------------- */
 
 /* The reductions of a plan: its REDUCE nodes in order, with their
@@ -293,13 +320,46 @@ typedef struct fz_reduce_layout {
   int columns_per_pass;
 } fz_reduce_layout;
 
-/* Fails (UNSUPPORTED) when reductions * lanes exceed FZ_LOWER_MAX_COLUMNS. */
+/* Fails (UNSUPPORTED) when reductions * lanes exceed FZ_LOWER_MAX_COLUMNS.
+ * A var or mean whose state an earlier entry keeps gets no entry of its
+ * own (fz_reduce_entry_of finds it). */
 bool fz_reduce_set_of(fz_emit *e, fz_reduce_set *rs);
+/* One element x (in the accumulator dtype) into a partial: combined, or
+ * for var and mean a Welford update. */
+LLVMValueRef fz_reduce_accumulate(fz_emit *e, fz_opcode code, fz_dtype acc,
+                                  LLVMValueRef partial, LLVMValueRef x);
 void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
                          fz_reduce_layout *l);
 LLVMValueRef fz_reduce_identity(fz_emit *e, fz_opcode code, fz_dtype acc);
 LLVMValueRef fz_reduce_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
                                LLVMValueRef a, LLVMValueRef b);
+
+/* A partial of reduction `code` over accumulator dtype acc: its LLVM
+ * type (the register form of acc, an arg-reduction's pair or a Welford
+ * state), its bytes in shared memory and workspaces, and a partial made
+ * of one element x (in dtype `from`; `position` is its i64 position for
+ * an arg-reduction, NULL otherwise; fz_reduce_accumulate folds it in).
+ * For sum, prod, amax and amin these are fz_emit_reg_type, the dtype's
+ * size and fz_emit_convert. A final partial's value is fz_reduce_value
+ * (welford.c). */
+LLVMTypeRef fz_reduce_state_type(fz_emit *e, fz_opcode code, fz_dtype acc);
+size_t fz_reduce_state_bytes(fz_opcode code, fz_dtype acc);
+LLVMValueRef fz_reduce_input(fz_emit *e, fz_opcode code, fz_dtype acc,
+                             LLVMValueRef x, fz_dtype from,
+                             LLVMValueRef position);
+
+/* ---- argreduce.c --------------------------------------------------------- */
+
+/* An arg-reduction's pair {register form of acc, i64 position}; its
+ * identity, the pair of one element, the final position, and the
+ * combination (argreduce.c says which pair wins). */
+LLVMTypeRef fz_arg_state_type(fz_emit *e, fz_dtype acc);
+LLVMValueRef fz_arg_identity(fz_emit *e, fz_opcode code, fz_dtype acc);
+LLVMValueRef fz_arg_input(fz_emit *e, fz_dtype acc, LLVMValueRef x,
+                          fz_dtype from, LLVMValueRef position);
+LLVMValueRef fz_arg_position(fz_emit *e, LLVMValueRef state);
+LLVMValueRef fz_arg_combine(fz_emit *e, fz_opcode code, fz_dtype acc,
+                            LLVMValueRef a, LLVMValueRef b);
 
 /* The thread position and block-wide state the combines share. */
 typedef struct fz_block_state {
@@ -343,9 +403,16 @@ void fz_emit_barrier(fz_emit *e);
  * GPU before any of its later writes. */
 void fz_emit_fence_gpu(fz_emit *e);
 /* shfl.sync.bfly: v (f32, f64, i32 or i64) of lane (laneid ^ offset), for
- * the threads of `mask`; 64-bit values move as two 32-bit halves. */
+ * the threads of `mask`; 64-bit values move as two 32-bit halves, structs
+ * (an arg-reduction's pair, a Welford state) field by field. */
 LLVMValueRef fz_emit_shfl_bfly(fz_emit *e, LLVMValueRef v, int offset,
                                unsigned mask);
+/* A struct value with `f` applied to each field (f(e, field, ctx)); NULL
+ * when any call fails. How a shuffle moves a Welford state. */
+LLVMValueRef fz_emit_map_fields(fz_emit *e, LLVMValueRef v,
+                                LLVMValueRef (*f)(fz_emit *, LLVMValueRef,
+                                                  void *),
+                                void *ctx);
 /* A call of the llvm.* intrinsic `name` with the given overload types. */
 LLVMValueRef fz_emit_intrinsic(fz_emit *e, const char *name,
                                LLVMTypeRef *overloads, int num_overloads,
@@ -357,5 +424,26 @@ LLVMValueRef fz_emit_intrinsic2(fz_emit *e, const char *name, LLVMValueRef a,
 /* __nv_<base>f for float arguments, __nv_<base> for double. */
 LLVMValueRef fz_emit_libdevice(fz_emit *e, const char *base, LLVMValueRef *args,
                                int num_args);
+
+/* ---- welford.c: var and mean as Welford states -------------------------- */
+
+/* The register type of a var or mean partial: a struct of three (mean,
+ * m2, count) in the accumulator dtype (fz_reduce_state_type asks). */
+LLVMTypeRef fz_welford_state_type(fz_emit *e, fz_dtype acc);
+LLVMValueRef fz_welford_identity(fz_emit *e, fz_dtype acc);
+LLVMValueRef fz_welford_combine(fz_emit *e, fz_dtype acc, LLVMValueRef a,
+                                LLVMValueRef b);
+LLVMValueRef fz_welford_update(fz_emit *e, fz_dtype acc, LLVMValueRef state,
+                               LLVMValueRef x);
+/* The entry of rs whose partial gives REDUCE node `node`: its own, or the
+ * Welford state of an entry with the same operand, space, phase and
+ * accumulator; -1 when none. */
+int fz_reduce_entry_of(const fz_plan *p, const fz_reduce_set *rs, int node);
+/* Whether `node` is a var or mean that an entry of rs already serves. */
+bool fz_reduce_shares_state(const fz_plan *p, const fz_reduce_set *rs,
+                            int node);
+/* REDUCE node n's value, in n->dtype, from its entry's final partial. */
+LLVMValueRef fz_reduce_value(fz_emit *e, const fz_plan_node *n, fz_dtype acc,
+                             LLVMValueRef partial);
 
 #endif

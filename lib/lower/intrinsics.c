@@ -88,11 +88,46 @@ static LLVMValueRef shfl32(fz_emit *e, LLVMValueRef v, int offset,
       NULL, 0, args, 4);
 }
 
+LLVMValueRef fz_emit_map_fields(fz_emit *e, LLVMValueRef v,
+                                LLVMValueRef (*f)(fz_emit *, LLVMValueRef,
+                                                  void *),
+                                void *ctx) {
+  unsigned n = LLVMCountStructElementTypes(LLVMTypeOf(v));
+  for (unsigned i = 0; i < n && v; i++) {
+    LLVMValueRef x = f(e, LLVMBuildExtractValue(e->b, v, i, ""), ctx);
+    v = x ? LLVMBuildInsertValue(e->b, v, x, i, "") : NULL;
+  }
+  return v;
+}
+
+typedef struct bfly_args {
+  int offset;
+  unsigned mask;
+} bfly_args;
+
+static LLVMValueRef bfly_field(fz_emit *e, LLVMValueRef v, void *ctx) {
+  const bfly_args *a = ctx;
+  return fz_emit_shfl_bfly(e, v, a->offset, a->mask);
+}
+
 LLVMValueRef fz_emit_shfl_bfly(fz_emit *e, LLVMValueRef v, int offset,
                                unsigned mask) {
   LLVMTypeRef t = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(t) == LLVMStructTypeKind) {
+    bfly_args a = {offset, mask};
+    return fz_emit_map_fields(e, v, bfly_field, &a);
+  }
   if (t == e->t_f32 || t == e->t_i32)
     return shfl32(e, v, offset, mask);
+  if (LLVMGetTypeKind(t) == LLVMStructTypeKind) { /* a pair, by fields */
+    LLVMValueRef r = LLVMGetUndef(t);
+    for (unsigned f = 0; f < LLVMCountStructElementTypes(t) && r; f++) {
+      LLVMValueRef x = fz_emit_shfl_bfly(
+          e, LLVMBuildExtractValue(e->b, v, f, ""), offset, mask);
+      r = x ? LLVMBuildInsertValue(e->b, r, x, f, "") : NULL;
+    }
+    return r;
+  }
   if (t != e->t_f64 && t != e->t_i64)
     return fz_emit_fail(e, FZ_ERR_INTERNAL, "no shuffle for this type");
   LLVMBuilderRef b = e->b;

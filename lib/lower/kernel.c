@@ -58,7 +58,8 @@ bool fz_kernel_declare(fz_kernel *k) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
   int scalars = fz_plan_num_scalar_params(p);
-  int n = p->num_accesses + scalars + (has_workspace(p) ? 2 : 0);
+  int n = p->num_accesses + scalars + (has_workspace(p) ? 2 : 0) +
+          (fz_plan_has_gather(p) ? 1 : 0);
   if (n != fz_plan_num_params(p)) {
     fz_emit_fail(e, FZ_ERR_INTERNAL,
                  "kernel has %d parameters but the launcher passes %d", n,
@@ -139,11 +140,25 @@ void fz_kernel_read_params(fz_kernel *k) {
     k->symbol[s] = LLVMGetParam(k->e.fn, (unsigned)i++);
     fz_set_name(k->symbol[s], "s%d", s);
   }
+  for (int a = 0; a < p->num_accesses; a++) {
+    if (!p->accesses[a].gathered)
+      continue;
+    k->access[a].gather_stride =
+        index_param(k, i++, true, "a%d.gather_stride", a, 0);
+    k->access[a].gather_extent = LLVMGetParam(k->e.fn, (unsigned)i++);
+    fz_set_name(k->access[a].gather_extent, "a%d.gather_extent", a);
+    k->access[a].gather_site = LLVMGetParam(k->e.fn, (unsigned)i++);
+    fz_set_name(k->access[a].gather_site, "a%d.site", a);
+  }
   if (has_workspace(p)) {
     k->workspace = LLVMGetParam(k->e.fn, (unsigned)i++);
     fz_set_name(k->workspace, "workspace");
     k->counters = LLVMGetParam(k->e.fn, (unsigned)i++);
     fz_set_name(k->counters, "counters");
+  }
+  if (fz_plan_has_gather(p)) {
+    k->error_word = LLVMGetParam(k->e.fn, (unsigned)i++);
+    fz_set_name(k->error_word, "error_word");
   }
 }
 

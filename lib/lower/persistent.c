@@ -28,6 +28,13 @@
  *        to the node's dtype as the interpreter rounds it;
  *   columns (INNER_OUTER only): persistent_columns.c.
  *
+ * A cluster plan (plan->cluster, sm_90) is the same kernel with a row
+ * spread over the cluster's blocks: a thread's groups start at rank *
+ * block_x + tx and step by cluster * block_x, clusters walk the rows
+ * (clusterid, nclusterid), each row reduction adds an exchange across
+ * the cluster after the block's combine (persistent_cluster.c), and a
+ * row-space store is made by the first block only.
+ *
  * An OUTER plan (batch norm: body_held) has no row reductions and no row
  * loop: each thread loads its `held` rows once, then runs every round of
  * every held row, and between rounds the grid combines the round's
@@ -72,15 +79,31 @@ static LLVMValueRef i32c(fz_emit *e, unsigned v) {
 }
 
 /* shfl.sync.idx from lane 0 of the warp: what lane 0 holds, everywhere. */
+static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask);
+
+static LLVMValueRef lane0_field(fz_emit *e, LLVMValueRef v, void *mask) {
+  return shfl_lane0(e, v, *(const unsigned *)mask);
+}
+
 static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask) {
   LLVMTypeRef t = LLVMTypeOf(v);
   LLVMBuilderRef b = e->b;
+  if (LLVMGetTypeKind(t) == LLVMStructTypeKind) /* a Welford state */
+    return fz_emit_map_fields(e, v, lane0_field, &mask);
   if (t == e->t_f32 || t == e->t_i32) {
     LLVMValueRef args[4] = {i32c(e, mask), v, i32c(e, 0), i32c(e, 0x1f)};
     return fz_emit_intrinsic(e,
                              t == e->t_f32 ? "llvm.nvvm.shfl.sync.idx.f32"
                                            : "llvm.nvvm.shfl.sync.idx.i32",
                              NULL, 0, args, 4);
+  }
+  if (LLVMGetTypeKind(t) == LLVMStructTypeKind) { /* a pair, by fields */
+    LLVMValueRef r = LLVMGetUndef(t);
+    for (unsigned f = 0; f < LLVMCountStructElementTypes(t) && r; f++) {
+      LLVMValueRef x = shfl_lane0(e, LLVMBuildExtractValue(b, v, f, ""), mask);
+      r = x ? LLVMBuildInsertValue(b, r, x, f, "") : NULL;
+    }
+    return r;
   }
   if (t != e->t_f64 && t != e->t_i64)
     return fz_emit_fail(e, FZ_ERR_INTERNAL, "no shuffle for this type");
@@ -138,9 +161,22 @@ static bool classify(pers *s) {
         if (n->coeff[d] != 0)
           v |= p->row_axes[d] ? VARY_ALONG_ROW : VARY_ACROSS_ROWS;
       break;
+    case FZ_NODE_RANDOM: /* its index, and its seed and offset */
+      for (int d = 0; d < p->rank; d++)
+        if (n->coeff[d] != 0)
+          v |= p->row_axes[d] ? VARY_ALONG_ROW : VARY_ACROSS_ROWS;
+      v |= vary[n->operands[0]] | vary[n->operands[1]];
+      break;
     case FZ_NODE_REDUCE:
       v = n->space == FZ_SPACE_ROW ? VARY_ACROSS_ROWS : VARY_ALONG_ROW;
       break;
+    case FZ_NODE_GATHER: {
+      const fz_plan_access *a = &p->accesses[n->access];
+      v = vary[n->operands[0]] |
+          (varies_along(p, a, false) ? VARY_ACROSS_ROWS : 0) |
+          (varies_along(p, a, true) ? VARY_ALONG_ROW : 0);
+      break;
+    }
     default:
       for (int k = 0; k < n->num_operands; k++)
         v |= vary[n->operands[k]];
@@ -346,11 +382,11 @@ static void round_set(pers *s, int round, fz_reduce_set *rs) {
   for (int i = 0; i < p->num_nodes && rs->count < FZ_LOWER_MAX_COLUMNS; i++) {
     const fz_plan_node *n = &p->nodes[i];
     if (n->kind != FZ_NODE_REDUCE || n->space != FZ_SPACE_ROW ||
-        n->phase != round + 1)
+        n->phase != round + 1 || fz_reduce_shares_state(p, rs, i))
       continue;
     rs->node[rs->count] = i;
     rs->code[rs->count] = n->code;
-    rs->acc[rs->count] = fz_reduce_acc_dtype(n->dtype);
+    rs->acc[rs->count] = fz_plan_reduce_acc(p, n);
     rs->count++;
   }
 }
@@ -367,8 +403,8 @@ static void row_layout(const fz_plan *p, const fz_reduce_set *rs,
   l->warps_per_row = p->block_x > 32 ? p->block_x / 32 : 1;
   if (l->warps_per_row > 1) {
     for (int r = 0; r < rs->count; r++)
-      l->scratch_bytes += fz_dtype_size(rs->acc[r]) * (size_t)p->block_y *
-                          (size_t)l->warps_per_row;
+      l->scratch_bytes += fz_reduce_state_bytes(rs->code[r], rs->acc[r]) *
+                          (size_t)p->block_y * (size_t)l->warps_per_row;
     l->columns_per_pass = rs->count;
   }
 }
@@ -387,24 +423,6 @@ static size_t row_half_bytes(pers *s) {
   return (most + 15) & ~(size_t)15;
 }
 
-/* A launch the kernel was not built for (`bad`, i1) traps: a failed
- * launch, never a wrong answer. */
-static bool trap_if(pers *s, LLVMValueRef bad, const char *name) {
-  fz_emit *e = &s->k->e;
-  LLVMBuilderRef b = e->b;
-  char label[64];
-  snprintf(label, sizeof label, "bad.%s", name);
-  LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
-  snprintf(label, sizeof label, "%s.ok", name);
-  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
-  LLVMBuildCondBr(b, bad, trap, ok);
-  LLVMPositionBuilderAtEnd(b, trap);
-  fz_emit_intrinsic(e, "llvm.trap", NULL, 0, NULL, 0);
-  LLVMBuildUnreachable(b);
-  LLVMPositionBuilderAtEnd(b, ok);
-  return !e->failed;
-}
-
 /* The kernel covers a row with `persistent` groups per thread, all but
  * the last inside every row: (persistent - 1) * block_x < groups <=
  * persistent * block_x, which is how the scheduler sizes `persistent`
@@ -415,12 +433,12 @@ static bool guard_row_length(pers *s) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
-  int64_t bx = s->p->block_x;
+  int64_t bx = s->row_threads;
   LLVMValueRef few = LLVMBuildICmp(b, LLVMIntULE, s->r_groups,
                                    fz_kernel_idx(k, (s->G - 1) * bx), "");
   LLVMValueRef many = LLVMBuildICmp(b, LLVMIntUGT, s->r_groups,
                                     fz_kernel_idx(k, s->G * bx), "");
-  return trap_if(s, LLVMBuildOr(b, few, many, ""), "row.length");
+  return fz_pers_trap_if(s, LLVMBuildOr(b, few, many, ""), "row.length");
 }
 
 /* ---- entry --------------------------------------------------------------- */
@@ -468,6 +486,10 @@ static bool entry(pers *s) {
   s->bs.ty = LLVMBuildLShr(b, s->bs.tid, i32c(e, (unsigned)shift), "ty");
   s->tx = LLVMBuildZExt(b, s->bs.tx, e->t_idx, "");
   s->ty = LLVMBuildZExt(b, s->bs.ty, e->t_idx, "");
+  s->row_tx = s->tx;
+  s->row_threads = p->block_x;
+  if (p->cluster && !fz_pers_cluster_entry(s))
+    return false;
 
   /* the thread's groups: the same R coordinates for every row */
   LLVMValueRef points = fz_kernel_idx(k, 1);
@@ -485,8 +507,8 @@ static bool entry(pers *s) {
     return false;
   LLVMValueRef zero = fz_kernel_idx(k, 0);
   for (int g = 0; g < s->G; g++) {
-    LLVMValueRef at =
-        LLVMBuildAdd(b, s->tx, fz_kernel_idx(k, (int64_t)g * p->block_x), "");
+    LLVMValueRef at = LLVMBuildAdd(
+        b, s->row_tx, fz_kernel_idx(k, (int64_t)g * s->row_threads), "");
     if (g < s->G - 1) {
       /* inside every row (guard_row_length): no clamp, so the offsets of
        * the groups are constant steps apart */
@@ -580,7 +602,8 @@ static LLVMValueRef thread_partial(pers *s, const fz_reduce_set *rs, int r) {
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
-  int o = p->nodes[rs->node[r]].operands[0];
+  const fz_plan_node *n = &p->nodes[rs->node[r]];
+  int o = n->operands[0], at = n->num_operands > 1 ? n->operands[1] : -1;
   fz_dtype from = p->nodes[o].dtype;
   LLVMValueRef id = fz_reduce_identity(e, rs->code[r], rs->acc[r]);
   /* one chain per lane over the groups, then the lanes pairwise */
@@ -589,9 +612,15 @@ static LLVMValueRef thread_partial(pers *s, const fz_reduce_set *rs, int r) {
     lane[l] = id;
     for (int g = 0; g < s->G; g++) {
       LLVMValueRef v =
-          fz_emit_convert(e, pers_full(s, g, o)[l], from, rs->acc[r]);
+          fz_reduce_input(e, rs->code[r], rs->acc[r], pers_full(s, g, o)[l],
+                          from, at >= 0 ? pers_full(s, g, at)[l] : NULL);
       if (!v)
         return NULL;
+      if (fz_reduce_is_welford(rs->code[r])) { /* a group past the end: none */
+        LLVMValueRef u = fz_welford_update(e, rs->acc[r], lane[l], v);
+        lane[l] = LLVMBuildSelect(b, s->gactive[g], u, lane[l], "");
+        continue;
+      }
       v = LLVMBuildSelect(b, s->gactive[g], v, id, "");
       lane[l] = fz_reduce_combine(e, rs->code[r], rs->acc[r], lane[l], v);
       if (!lane[l])
@@ -604,6 +633,27 @@ static LLVMValueRef thread_partial(pers *s, const fz_reduce_set *rs, int r) {
                                         lane[l + w])))
         return NULL;
   return lane[0];
+}
+
+/* The vars and means of the round that share an entry's Welford state:
+ * their values from that state. */
+static bool welford_partners(pers *s, const fz_reduce_set *rs,
+                             LLVMValueRef *vals) {
+  fz_emit *e = &s->k->e;
+  const fz_plan *p = s->p;
+  for (int i = 0; i < p->num_nodes; i++) {
+    if (p->nodes[i].kind != FZ_NODE_REDUCE || *row_done(s, i) ||
+        !fz_reduce_shares_state(p, rs, i))
+      continue;
+    int r = fz_reduce_entry_of(p, rs, i);
+    LLVMValueRef v = fz_reduce_value(e, &p->nodes[i], rs->acc[r], vals[r]);
+    if (!v)
+      return false;
+    fz_set_name(v, "row.n%d", i);
+    s->rowt[(size_t)i * (size_t)s->V] = v;
+    *row_done(s, i) = true;
+  }
+  return !e->failed;
 }
 
 /* The row REDUCE nodes of phase round + 1, all-reduced over the row. */
@@ -625,19 +675,21 @@ static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
   }
   if (!fz_emit_row_combine(k, rs, &lay, &bs, vals))
     return false;
+  if (p->cluster && !fz_pers_cluster_combine(s, rs, vals))
+    return false;
   for (int r = 0; r < rs->count; r++) {
-    if (lay.warps_per_row > 1 &&
+    if (lay.warps_per_row > 1 && !p->cluster &&
         !(vals[r] = shfl_lane0(e, vals[r], lay.warp_mask)))
       return false;
     int i = rs->node[r];
-    LLVMValueRef v = fz_emit_convert(e, vals[r], rs->acc[r], p->nodes[i].dtype);
+    LLVMValueRef v = fz_reduce_value(e, &p->nodes[i], rs->acc[r], vals[r]);
     if (!v)
       return false;
     fz_set_name(v, "row.n%d", i);
     s->rowt[(size_t)i * (size_t)s->V] = v;
     *row_done(s, i) = true;
   }
-  return !e->failed;
+  return welford_partners(s, rs, vals);
 }
 
 /* Column partials of the nodes whose operand is ready in this round, for
@@ -709,8 +761,14 @@ static bool row_stores(pers *s, int round, LLVMValueRef live) {
   if (row) {
     fz_if lead;
     snprintf(name, sizeof name, "row.store.p%d", round);
-    fz_if_begin(e, &lead,
-                LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, i32c(e, 0), ""), name);
+    /* one thread of the row: of the cluster's first block */
+    LLVMValueRef first =
+        LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, i32c(e, 0), "");
+    if (p->cluster)
+      first = LLVMBuildAnd(
+          e->b, first,
+          LLVMBuildICmp(e->b, LLVMIntEQ, s->cl_rank, i32c(e, 0), ""), "");
+    fz_if_begin(e, &lead, first, name);
     for (int i = 0; i < p->num_nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];
       if (stored_in(p, n, round) && n->space == FZ_SPACE_ROW &&
@@ -749,8 +807,10 @@ static bool row_round(pers *s, int round, LLVMValueRef live) {
       continue;
     }
     for (int g = 0; g < s->G; g++)
-      if (!eval_full(s, n->operands[0], g))
-        return false;
+      for (int k = 0; k < (n->kind == FZ_NODE_REDUCE ? n->num_operands : 1);
+           k++) /* an arg-reduction's position too */
+        if (!eval_full(s, n->operands[k], g))
+          return false;
   }
   if (!column_accumulate(s, round, live) || !row_stores(s, round, live))
     return false;
@@ -772,8 +832,9 @@ static bool tile_walk_init(pers *s, tile_walk *w) {
   w->tiles = LLVMBuildUDiv(
       b, LLVMBuildAdd(b, w->kept, fz_kernel_idx(k, s->p->block_y - 1), ""),
       fz_kernel_idx(k, s->p->block_y), "tiles");
-  w->ctaid = fz_kernel_sreg(k, "ctaid.x");
-  w->nctaid = fz_kernel_sreg(k, "nctaid.x");
+  /* a cluster plan's rows are walked by clusters */
+  w->ctaid = fz_kernel_sreg(k, s->p->cluster ? "clusterid.x" : "ctaid.x");
+  w->nctaid = fz_kernel_sreg(k, s->p->cluster ? "nclusterid.x" : "nctaid.x");
   w->last = NULL; /* tile_walk_last, where the caller's guards are done */
   return w->ctaid && w->nctaid;
 }
@@ -846,6 +907,8 @@ static bool body(pers *s) {
 
   if (s->outer && !fz_pers_columns(s, -1))
     return false;
+  if (p->cluster)
+    fz_pers_cluster_exit(s);
   LLVMBuildRetVoid(b);
   return !e->failed;
 }
@@ -888,7 +951,7 @@ static bool guard_rows_held(pers *s, LLVMValueRef tiles, LLVMValueRef nctaid) {
   LLVMBuilderRef b = e->b;
   LLVMValueRef cover = LLVMBuildMul(
       b, nctaid, fz_kernel_idx(s->k, s->held), "tiles.held");
-  return trap_if(s, LLVMBuildICmp(b, LLVMIntULT, cover, tiles, ""), "grid");
+  return fz_pers_trap_if(s, LLVMBuildICmp(b, LLVMIntULT, cover, tiles, ""), "grid");
 }
 
 /* An outer plan (batch norm): the block's `held` tiles (tile ctaid + t *

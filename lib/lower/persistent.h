@@ -2,10 +2,11 @@
  * shared by its row half (persistent.c: rows held in registers, the
  * rounds, stores), its column half (persistent_columns.c: block partials
  * of column reductions, the grid barrier, the final column pass), the
- * prefetch of the next row (persistent_prefetch.c) and what the three
- * share (persistent_common.c). persistent.c calls the other three;
- * persistent_columns.c and persistent_prefetch.c call only
- * persistent_common.c.
+ * prefetch of the next row (persistent_prefetch.c), the exchange of a
+ * cluster plan's row reductions (persistent_cluster.c) and what they
+ * share (persistent_common.c). persistent.c calls the others;
+ * persistent_columns.c, persistent_prefetch.c and persistent_cluster.c
+ * call only persistent_common.c.
  *
  * Every node lives in one of five spaces, decided from its plan space
  * (node->space) and, within the full space, from what it varies along: a
@@ -78,6 +79,15 @@ typedef struct pers {
    * alloca carrying a row-constant load one row ahead (or NULL). */
   LLVMValueRef pf_smem, pf_parity;
   LLVMValueRef *pf_rowval;
+  /* the threads along a row and this thread's place among them: block_x
+   * and tx, or in a cluster plan (persistent_cluster.c) cluster * block_x
+   * and rank * block_x + tx */
+  int row_threads;
+  LLVMValueRef row_tx;
+  /* plan->cluster: the block's rank in its cluster (i32), the partial
+   * slots in shared memory, the i32 alloca of the slot half in use, and
+   * the generic address of the slots this thread reads (another block's) */
+  LLVMValueRef cl_rank, cl_slots, cl_parity, cl_remote;
 } pers;
 
 static inline LLVMValueRef *pers_full(pers *s, int k, int node) {
@@ -98,6 +108,10 @@ LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name);
 /* The offset bases of every access for one row (what persistent.c's
  * row_start computes for the current row). */
 void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base);
+/* A launch the kernel was not built for (`bad`, i1) traps: a failed
+ * launch, never a wrong answer. Blocks bad.<name> and <name>.ok; the
+ * builder is left in the latter. */
+bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name);
 
 /* ---- persistent_prefetch.c ----------------------------------------------- */
 
@@ -111,6 +125,21 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any);
 bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more);
 bool fz_pers_prefetch_load(pers *s, int i, int g);
 void fz_pers_prefetch_end(pers *s);
+
+/* ---- persistent_cluster.c ------------------------------------------------ */
+
+/* In the entry, after tx: traps unless the block is in a cluster of
+ * plan->cluster blocks, reads its rank and sets row_tx; declares the
+ * partial slots. */
+bool fz_pers_cluster_entry(pers *s);
+/* After the block's combine (every thread holds the block's vals[r]):
+ * vals[r] becomes the row's value, the blocks' partials combined in rank
+ * order, the same bits in every block. Every thread must call it. */
+bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,
+                             LLVMValueRef *vals);
+/* Before the kernel returns: no block leaves while another may still read
+ * its shared memory. */
+void fz_pers_cluster_exit(pers *s);
 
 /* ---- persistent_columns.c ------------------------------------------------ */
 

@@ -1,8 +1,11 @@
 /* persistent_common.c - what the persistent skeleton's files share
- * (persistent.c, persistent_columns.c, persistent_prefetch.c): allocas in
- * the entry block, and the offset bases of a row.
+ * (persistent.c, persistent_columns.c, persistent_prefetch.c,
+ * persistent_cluster.c): allocas in the entry block, the offset bases of a
+ * row, and the trap of a launch the kernel was not built for.
  */
 #include "persistent.h"
+
+#include <stdio.h>
 
 LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name) {
   fz_emit *e = &s->k->e;
@@ -32,4 +35,20 @@ void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base) {
   for (int a = 0; a < s->p->num_accesses; a++)
     base[a] =
         fz_kernel_offset(s->k, a, s->k->access[a].offset, coord, s->kmask);
+}
+
+bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  char label[64];
+  snprintf(label, sizeof label, "bad.%s", name);
+  LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
+  snprintf(label, sizeof label, "%s.ok", name);
+  LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(e->ctx, e->fn, label);
+  LLVMBuildCondBr(b, bad, trap, ok);
+  LLVMPositionBuilderAtEnd(b, trap);
+  fz_emit_intrinsic(e, "llvm.trap", NULL, 0, NULL, 0);
+  LLVMBuildUnreachable(b);
+  LLVMPositionBuilderAtEnd(b, ok);
+  return !e->failed;
 }

@@ -132,8 +132,8 @@ static bool entry(red *r, LLVMValueRef *tx, LLVMValueRef *ty) {
   const fz_plan *p = e->plan;
   for (int j = 0; j < r->rs.count; j++)
     for (int l = 0; l < p->vector; l++) {
-      *acc_slot(r, j, l) =
-          LLVMBuildAlloca(b, fz_emit_reg_type(e, r->rs.acc[j]), "");
+      *acc_slot(r, j, l) = LLVMBuildAlloca(
+          b, fz_reduce_state_type(e, r->rs.code[j], r->rs.acc[j]), "");
       fz_set_name(*acc_slot(r, j, l), "acc%d.%d", j, l);
     }
   fz_reduce_declare_shared(k, &r->lay, &r->bs);
@@ -272,15 +272,20 @@ static bool slot_accumulate(red *r, int u) {
   fz_emit *e = &r->k->e;
   const fz_plan *p = e->plan;
   for (int j = 0; j < r->rs.count; j++) {
-    int o = p->nodes[r->rs.node[j]].operands[0];
+    const fz_plan_node *n = &p->nodes[r->rs.node[j]];
+    int o = n->operands[0];
     LLVMValueRef *x = fz_slot_val(p, table(r, u), o);
-    LLVMTypeRef t = fz_emit_reg_type(e, r->rs.acc[j]);
+    LLVMValueRef *pos = n->num_operands > 1
+                            ? fz_slot_val(p, table(r, u), n->operands[1])
+                            : NULL;
+    LLVMTypeRef t = fz_reduce_state_type(e, r->rs.code[j], r->rs.acc[j]);
     for (int l = 0; l < p->vector; l++) {
       LLVMValueRef v =
-          fz_emit_convert(e, x[l], p->nodes[o].dtype, r->rs.acc[j]);
+          fz_reduce_input(e, r->rs.code[j], r->rs.acc[j], x[l],
+                          p->nodes[o].dtype, pos ? pos[l] : NULL);
       LLVMValueRef a = LLVMBuildLoad2(e->b, t, *acc_slot(r, j, l), "");
       LLVMValueRef s =
-          v ? fz_reduce_combine(e, r->rs.code[j], r->rs.acc[j], a, v) : NULL;
+          fz_reduce_accumulate(e, r->rs.code[j], r->rs.acc[j], a, v);
       if (!s)
         return false;
       LLVMBuildStore(e->b, s, *acc_slot(r, j, l));
@@ -349,7 +354,6 @@ static bool epilogue(red *r, const LLVMValueRef *finals, int lanes) {
   fz_emit *e = &k->e;
   const fz_plan *p = e->plan;
   LLVMValueRef *t = table(r, p->unroll);
-  int j = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
     if (n->space != FZ_SPACE_ROW)
@@ -357,11 +361,10 @@ static bool epilogue(red *r, const LLVMValueRef *finals, int lanes) {
     bool ok;
     switch (n->kind) {
     case FZ_NODE_REDUCE: {
+      int j = fz_reduce_entry_of(p, &r->rs, i);
       LLVMValueRef *out = fz_slot_val(p, t, i);
       for (int l = 0; l < lanes; l++)
-        out[l] =
-            fz_emit_convert(e, finals[j * lanes + l], r->rs.acc[j], n->dtype);
-      j++;
+        out[l] = fz_reduce_value(e, n, r->rs.acc[j], finals[j * lanes + l]);
       ok = !e->failed;
       break;
     }
@@ -443,7 +446,7 @@ static bool inner_body(red *r) {
   /* 3. the lanes, then the row's threads */
   LLVMValueRef vals[FZ_LOWER_MAX_COLUMNS];
   for (int j = 0; j < r->rs.count; j++) {
-    LLVMTypeRef t = fz_emit_reg_type(e, r->rs.acc[j]);
+    LLVMTypeRef t = fz_reduce_state_type(e, r->rs.code[j], r->rs.acc[j]);
     vals[j] = LLVMBuildLoad2(b, t, *acc_slot(r, j, 0), "");
     for (int l = 1; l < p->vector && vals[j]; l++)
       vals[j] = fz_reduce_combine(e, r->rs.code[j], r->rs.acc[j], vals[j],
@@ -514,7 +517,8 @@ static bool outer_body(red *r) {
   for (int j = 0; j < r->rs.count; j++)
     for (int l = 0; l < p->vector; l++)
       vals[j * p->vector + l] = LLVMBuildLoad2(
-          b, fz_emit_reg_type(e, r->rs.acc[j]), *acc_slot(r, j, l), "");
+          b, fz_reduce_state_type(e, r->rs.code[j], r->rs.acc[j]),
+          *acc_slot(r, j, l), "");
   if (!fz_emit_column_combine(k, &r->rs, &r->lay, &r->bs, vals))
     return false;
   LLVMValueRef writer =

@@ -52,6 +52,25 @@ static bool uniform_operands(const fz_plan *p, LLVMValueRef *table,
   return true;
 }
 
+/* A group's lanes start at an innermost coordinate that is a multiple of
+ * the lanes (kernel.c counts the innermost axis in groups of `vector`),
+ * so with a unit innermost coefficient and the other coefficients
+ * multiples of G, lane 0's index is a multiple of G whenever the lanes
+ * are. The seed and offset are scalars: lane 0 holds them. */
+static bool random_node(fz_kernel *k, const fz_plan_node *n,
+                        LLVMValueRef *table, const LLVMValueRef *c, int lanes,
+                        LLVMValueRef *out) {
+  const fz_plan *p = k->e.plan;
+  int inner = p->rank - 1, per_call = fz_philox_per_call(n->code, n->dtype);
+  bool aligned = n->coeff[inner] == 1 && lanes % per_call == 0;
+  for (int d = 0; d < inner && aligned; d++)
+    aligned = n->coeff[d] % per_call == 0;
+  LLVMValueRef seed = fz_slot_val(p, table, n->operands[0])[0];
+  LLVMValueRef offset = fz_slot_val(p, table, n->operands[1])[0];
+  return fz_emit_random(&k->e, n, seed, offset, iota_index(k, c, n),
+                        n->coeff[inner], aligned, lanes, out);
+}
+
 static bool value_node(fz_kernel *k, int i, LLVMValueRef *table,
                        const LLVMValueRef *c, int lanes) {
   fz_emit *e = &k->e;
@@ -70,6 +89,8 @@ static bool value_node(fz_kernel *k, int i, LLVMValueRef *table,
     for (int l = 1; l < lanes; l++)
       out[l] = out[0];
     break;
+  case FZ_NODE_GATHER:
+    return fz_kernel_gather_node(k, i, table, c, lanes);
   case FZ_NODE_SYMBOL: /* a parameter, read in the entry block */
     out[0] = k->symbol[fz_plan_symbol_param(p, n)];
     for (int l = 1; l < lanes; l++)
@@ -93,6 +114,10 @@ static bool value_node(fz_kernel *k, int i, LLVMValueRef *table,
     }
     break;
   }
+  case FZ_NODE_RANDOM:
+    if (!random_node(k, n, table, c, lanes, out))
+      return false;
+    break;
   case FZ_NODE_OP: {
     int distinct = uniform_operands(p, table, n, lanes) ? 1 : lanes;
     for (int l = 0; l < lanes; l++) {

@@ -126,6 +126,13 @@ fz_status fz_nvptx_emit(LLVMModuleRef m, const fz_nvptx_options *opts,
   fz_status st = check_options(opts, err);
   if (st != FZ_OK)
     return st;
+  /* thread-block clusters exist from sm_90 on; LLVM would abort on them */
+  if (opts->sm < 90 &&
+      LLVMGetNamedFunction(m, "llvm.nvvm.barrier.cluster.arrive"))
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                        "the kernel uses thread-block clusters, which need "
+                        "sm_90, not sm_%d",
+                        opts->sm);
   LLVMTargetMachineRef tm;
   st = fz_nvptx_target_machine(opts->sm, opts->opt_level, &tm, err);
   if (st != FZ_OK)

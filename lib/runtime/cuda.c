@@ -32,6 +32,15 @@ static const struct {
 #undef FZ_X_ENTRY
 };
 
+static const struct {
+  const char *name;
+  size_t offset;
+} optional_entries[] = {
+#define FZ_X_ENTRY(name, params) {#name, offsetof(fz_cuda, name)},
+    FZ_CUDA_OPTIONAL_FUNCS(FZ_X_ENTRY)
+#undef FZ_X_ENTRY
+};
+
 fz_status fz_cuda_bind(const char *library, fz_cuda *cu, void **handle,
                        fz_error *err) {
   memset(cu, 0, sizeof *cu);
@@ -53,6 +62,12 @@ fz_status fz_cuda_bind(const char *library, fz_cuda *cu, void **handle,
                           library, entries[i].name);
     }
     memcpy((char *)cu + entries[i].offset, &sym, sizeof sym);
+  }
+  for (size_t i = 0; i < sizeof optional_entries / sizeof optional_entries[0];
+       i++) {
+    void *sym = dlsym(lib, optional_entries[i].name);
+    if (sym)
+      memcpy((char *)cu + optional_entries[i].offset, &sym, sizeof sym);
   }
   *handle = lib;
   return FZ_OK;

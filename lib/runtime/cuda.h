@@ -55,6 +55,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
   CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
 } CUresult;
@@ -107,6 +108,35 @@ enum {
   CU_STREAM_NON_BLOCKING = 0x1,
   CU_EVENT_DEFAULT = 0x0,
 };
+
+/* cuLaunchKernelEx's launch configuration ("Data types used by CUDA
+ * driver": CUlaunchConfig, CUlaunchAttribute, CUlaunchAttributeValue, a
+ * 64-byte union of which fz sets only the cluster dimension). */
+typedef enum CUlaunchAttributeID_enum {
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+} CUlaunchAttributeID;
+
+typedef union CUlaunchAttributeValue_union {
+  char pad[64];
+  struct {
+    unsigned int x, y, z;
+  } clusterDim;
+} CUlaunchAttributeValue;
+
+typedef struct CUlaunchAttribute_st {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+
+typedef struct CUlaunchConfig_st {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
 
 /* Without an opt-in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) a
  * block may use at most this much shared memory, on every architecture. */
@@ -175,11 +205,23 @@ enum {
   X(cuEventRecord, (CUevent event, CUstream stream))                           \
   X(cuEventSynchronize, (CUevent event))                                       \
   X(cuEventElapsedTime, (float *ms, CUevent start, CUevent end))               \
-  X(cuEventDestroy_v2, (CUevent event))
+  X(cuEventDestroy_v2, (CUevent event))                                        \
+  X(cuEventQuery, (CUevent event))                                             \
+  X(cuMemAllocHost_v2, (void **pp, size_t bytesize))                           \
+  X(cuMemFreeHost, (void *p))
+
+/* Entries a driver may lack (older than CUDA 12.0): bound when present,
+ * NULL otherwise; what needs them reports that the driver is too old. */
+#define FZ_CUDA_OPTIONAL_FUNCS(X)                                              \
+  X(cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f,             \
+                       void **params, void **extra))                           \
+  X(cuOccupancyMaxActiveClusters,                                              \
+    (int *num_clusters, CUfunction fn, const CUlaunchConfig *config))
 
 typedef struct fz_cuda {
 #define FZ_X_FIELD(name, params) CUresult(*name) params;
   FZ_CUDA_FUNCS(FZ_X_FIELD)
+  FZ_CUDA_OPTIONAL_FUNCS(FZ_X_FIELD)
 #undef FZ_X_FIELD
   int driver_version; /* 1000*major + 10*minor, e.g. 12040 for 12.4 */
 } fz_cuda;
@@ -253,7 +295,9 @@ fz_status fz_module_load(fz_device *device, const char *ptx,
 void fz_module_unload(fz_module *module);
 
 /* Launches the kernel: cuLaunchCooperativeKernel when cooperative (all
- * blocks co-resident, needed for grid-wide barriers), else cuLaunchKernel.
+ * blocks co-resident, needed for grid-wide barriers), cuLaunchKernelEx in
+ * clusters of `cluster` blocks along x when cluster > 1 (fz_module_launch_
+ * cluster), else cuLaunchKernel.
  * shared_bytes is dynamic shared memory; above 48 KiB the kernel is opted
  * in first (once per size increase). params follows cuLaunchKernel: one
  * pointer per kernel parameter, pointing at its value. */
@@ -261,6 +305,21 @@ fz_status fz_module_launch(fz_module *module, const unsigned grid[3],
                            const unsigned block[3], unsigned shared_bytes,
                            CUstream stream, void **params, bool cooperative,
                            fz_error *err);
+
+/* The same in thread-block clusters of `cluster` blocks along x (grid[0]
+ * a multiple of it). FZ_ERR_UNSUPPORTED when the driver has no
+ * cuLaunchKernelEx. */
+fz_status fz_module_launch_cluster(fz_module *module, const unsigned grid[3],
+                                   const unsigned block[3],
+                                   unsigned shared_bytes, CUstream stream,
+                                   void **params, int cluster, fz_error *err);
+
+/* How many clusters of `cluster` blocks of block_size threads (each with
+ * shared_bytes dynamic shared memory) the device keeps resident at once;
+ * FZ_ERR_UNSUPPORTED when the driver or the device has no clusters. */
+fz_status fz_module_cluster_occupancy(fz_module *module, int block_size,
+                                      unsigned shared_bytes, int cluster,
+                                      int *clusters, fz_error *err);
 
 /* How many blocks of block_size threads, each with shared_bytes dynamic
  * shared memory, fit on one SM at once (the cooperative grid limit is this

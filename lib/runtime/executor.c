@@ -54,6 +54,7 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
   /* a no-op without resize ops; before alloc-order, which lays out
    * what it builds */
   if ((st = fz_pass_resize_pushdown(copy, err)) != FZ_OK ||
+      (st = fz_pass_gather_pushdown(copy, err)) != FZ_OK ||
       (st = fz_pass_alloc_order(copy, err)) != FZ_OK ||
       (st = fz_verify(copy, err)) != FZ_OK) {
     fz_fusion_destroy(copy);
@@ -79,6 +80,7 @@ void fz_executor_destroy(fz_executor *ex) {
     fz_module_unload(ex->kernels[i]->module);
     free(ex->kernels[i]->ptx);
   }
+  fz_gather_free(ex);
   fz_fusion_destroy(ex->fusion);
   fz_arena_destroy(ex->arena);
 }
@@ -368,8 +370,8 @@ static uint64_t buffer(const signature_entry *e, fz_buffer_ref ref,
 /* One segment launch on `stream`: its pointers from the parent's inputs and
  * outputs or the call's scratch memory (intermediates), then the
  * precomputed scalars, then the workspace (scratch memory too). */
-static fz_status launch(const signature_entry *e, const segment_launch *s,
-                        const fz_device_tensor *in,
+static fz_status launch(const fz_executor *ex, const signature_entry *e,
+                        const segment_launch *s, const fz_device_tensor *in,
                         const fz_device_tensor *out, CUdeviceptr scratch,
                         void *stream, fz_error *err) {
   const fz_plan *plan = s->plan;
@@ -392,10 +394,18 @@ static fz_status launch(const signature_entry *e, const segment_launch *s,
     params[np++] = &ws_ptrs[0];
     params[np++] = &ws_ptrs[1];
   }
+  uint64_t error_word = ex->gather.word;
+  if (fz_plan_has_gather(plan))
+    params[np++] = &error_word;
   unsigned grid[3], block[3];
   fz_plan_launch_shape(plan, grid, block);
   if (plan->cooperative)
     grid[0] = s->cooperative_grid;
+  if (plan->cluster)
+    return fz_module_launch_cluster(s->kernel->module, grid, block,
+                                    (unsigned)fz_plan_shared_bytes(plan),
+                                    (CUstream)stream, params, plan->cluster,
+                                    err);
   return fz_module_launch(s->kernel->module, grid, block,
                           (unsigned)fz_plan_shared_bytes(plan),
                           (CUstream)stream, params, plan->cooperative, err);
@@ -461,7 +471,8 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
     fz_bindings_free(&b);
     return st;
   }
-  if ((st = fz_device_make_current(ex->device, err)) != FZ_OK) {
+  if ((st = fz_device_make_current(ex->device, err)) != FZ_OK ||
+      (st = fz_gather_poll(ex, err)) != FZ_OK) {
     fz_bindings_free(&b);
     return st;
   }
@@ -505,7 +516,9 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
     st = fz_scratch_acquire(ex, e, (CUstream)stream, &scratch, err);
   for (int k = 0; st == FZ_OK && k < e->num_launches; k++)
     if (!e->launches[k].skip)
-      st = launch(e, &e->launches[k], inputs, out, scratch, stream, err);
+      st = launch(ex, e, &e->launches[k], inputs, out, scratch, stream, err);
+  if (st == FZ_OK)
+    st = fz_gather_after_launches(ex, e, (CUstream)stream, err);
   if (e)
     fz_scratch_release(ex, e, (CUstream)stream, scratch);
   if (st != FZ_OK) {

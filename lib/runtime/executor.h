@@ -77,6 +77,30 @@ typedef struct signature_entry {
                      one launch's kernel's PTX is used as it is */
 } signature_entry;
 
+/* Where a kernel's bad gather index comes from (gather_check.c): the
+ * number a gathered access's site parameter holds is 1 + its position in
+ * gather_errors.sites. */
+typedef struct gather_site {
+  char op[80];   /* "%p = gather" */
+  char data[64]; /* "%x" */
+  int axis;
+  int64_t extent;
+} gather_site;
+
+/* The error word of the executor's plans with gathers (plan.h): two i64
+ * on the device, zero until a kernel meets an index out of range; after
+ * each call that ran such a kernel, a copy into pinned host memory and an
+ * event, which the next call reads once the event has completed (no
+ * synchronization), and fz_executor_check at once. */
+typedef struct gather_errors {
+  CUdeviceptr word; /* 0 until a plan with gathers is prepared */
+  int64_t *host;    /* pinned, two i64 */
+  CUevent copied;
+  bool pending; /* a copy queued and not read yet */
+  gather_site **sites;
+  int num_sites, cap_sites;
+} gather_errors;
+
 struct fz_executor {
   fz_fusion *fusion; /* the executor's own copy, after "alloc-order" */
   fz_device *device;
@@ -93,6 +117,7 @@ struct fz_executor {
   fz_allocator allocator;
   int max_signatures; /* least recently used ones beyond it are evicted */
   fz_executor_stats stats;
+  gather_errors gather;
 };
 
 /* executor_prepare.c: a signature miss. in/out are the call's tensors
@@ -106,6 +131,21 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                               signature_entry **entry, fz_error *err);
 /* Frees what an entry owns (device memory, texts, segmentation, arena). */
 void fz_executor_signature_free(fz_executor *ex, signature_entry *e);
+
+/* gather_check.c. register: at a signature miss, gives each gathered
+ * access of launch s its site (allocating the error word on first use).
+ * after_launches: queues the copy of the error word after a call whose
+ * launches read gathers (not while the stream is captured into a graph).
+ * poll: at the start of a call, reports a bad index that an earlier call
+ * met, if its copy has arrived, as FZ_ERR_INVALID "%p = gather: index 17
+ * is out of range [0, 16) of axis 1 of %x", and clears the word. free:
+ * at destruction. */
+fz_status fz_gather_register(fz_executor *ex, segment_launch *s,
+                             fz_error *err);
+fz_status fz_gather_after_launches(fz_executor *ex, const signature_entry *e,
+                                   CUstream stream, fz_error *err);
+fz_status fz_gather_poll(fz_executor *ex, fz_error *err);
+void fz_gather_free(fz_executor *ex);
 
 /* scratch.c: a call's scratch memory (signature_entry). acquire gives the
  * base address for a call on `stream`, its counters zeroed in stream

@@ -188,7 +188,8 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
   /* The parameter order of plan.h: pointers, then the scalars, then the
    * two workspace pointers when the plan takes them. */
   s->num_scalars = fz_plan_num_scalar_params(plan);
-  int extra = fz_plan_num_params(plan) - plan->num_accesses - s->num_scalars;
+  int extra = fz_plan_num_params(plan) - plan->num_accesses - s->num_scalars -
+              (fz_plan_has_gather(plan) ? 1 : 0);
   FZ_CHECK(extra == 0 || extra == 2);
   s->has_workspace = extra == 2;
   /* schedulers decline plans whose parameters do not fit (plan.h) */
@@ -227,11 +228,27 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
         (unsigned)(plan->grid_x < resident ? plan->grid_x : resident);
     grid[0] = s->cooperative_grid;
   }
+  if (plan->cluster) {
+    /* the device must keep at least one cluster of the kernel resident
+     * (a launch would fail with a less telling error) */
+    int clusters = 0;
+    if ((st = fz_module_cluster_occupancy(
+             s->kernel->module, plan->threads,
+             (unsigned)fz_plan_shared_bytes(plan), plan->cluster, &clusters,
+             err)) != FZ_OK)
+      return st;
+    if (clusters < 1)
+      return fz_error_set(
+          err, FZ_ERR_UNSUPPORTED,
+          "kernel %s cannot keep even one cluster of %d blocks of %d threads "
+          "resident on %s",
+          plan->kernel_name, plan->cluster, plan->threads, props->name);
+  }
   s->skip = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
   s->scalars =
       fz_arena_alloc(e->arena, sizeof(int64_t) * (size_t)(s->num_scalars + 1));
   fz_plan_scalar_params(plan, s->scalars);
-  return FZ_OK;
+  return fz_gather_register(ex, s, err);
 }
 
 /* plan_text: the plan of every launch that has one; ptx_text: their PTX,

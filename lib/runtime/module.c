@@ -208,3 +208,86 @@ fz_status fz_module_occupancy(fz_module *module, int block_size,
   return FZ_CU(cu, err, cuOccupancyMaxActiveBlocksPerMultiprocessor,
                blocks_per_sm, module->function, block_size, shared_bytes);
 }
+
+/* A launch configuration in clusters of `cluster` blocks along x. */
+static CUlaunchConfig cluster_config(const unsigned grid[3],
+                                     const unsigned block[3],
+                                     unsigned shared_bytes, CUstream stream,
+                                     int cluster, CUlaunchAttribute *attr) {
+  *attr = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+  attr->value.clusterDim.x = (unsigned)cluster;
+  attr->value.clusterDim.y = 1;
+  attr->value.clusterDim.z = 1;
+  return (CUlaunchConfig){.gridDimX = grid[0],
+                          .gridDimY = grid[1],
+                          .gridDimZ = grid[2],
+                          .blockDimX = block[0],
+                          .blockDimY = block[1],
+                          .blockDimZ = block[2],
+                          .sharedMemBytes = shared_bytes,
+                          .hStream = stream,
+                          .attrs = attr,
+                          .numAttrs = 1};
+}
+
+static fz_status need_clusters(const fz_module *m, bool present,
+                               fz_error *err) {
+  if (m->device->props.sm < 90)
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                        "kernel %s runs in thread-block clusters, which %s "
+                        "(sm_%d) does not have (sm_90 and later do)",
+                        m->kernel_name, m->device->props.name,
+                        m->device->props.sm);
+  if (!present)
+    return fz_error_set(err, FZ_ERR_UNSUPPORTED,
+                        "kernel %s runs in thread-block clusters; this CUDA "
+                        "driver has no cuLaunchKernelEx or "
+                        "cuOccupancyMaxActiveClusters (CUDA 12.0 and later "
+                        "have them)",
+                        m->kernel_name);
+  return FZ_OK;
+}
+
+fz_status fz_module_launch_cluster(fz_module *module, const unsigned grid[3],
+                                   const unsigned block[3],
+                                   unsigned shared_bytes, CUstream stream,
+                                   void **params, int cluster, fz_error *err) {
+  const fz_cuda *cu = module->device->cu;
+  fz_status st = need_clusters(module, cu->cuLaunchKernelEx != NULL, err);
+  if (st || (st = fz_device_make_current(module->device, err)) ||
+      (st = reserve_shared(module, shared_bytes, err)))
+    return st;
+  CUlaunchAttribute attr;
+  CUlaunchConfig config =
+      cluster_config(grid, block, shared_bytes, stream, cluster, &attr);
+  CUresult r = cu->cuLaunchKernelEx(&config, module->function, params, NULL);
+  if (r == CUDA_SUCCESS)
+    return FZ_OK;
+  char what[256];
+  snprintf(what, sizeof what,
+           "cuLaunchKernelEx(%s, grid %ux%ux%u, block %ux%ux%u, cluster %d, "
+           "%u bytes shared)",
+           module->kernel_name, grid[0], grid[1], grid[2], block[0], block[1],
+           block[2], cluster, shared_bytes);
+  return fz_cuda_check(cu, r, what, err);
+}
+
+fz_status fz_module_cluster_occupancy(fz_module *module, int block_size,
+                                      unsigned shared_bytes, int cluster,
+                                      int *clusters, fz_error *err) {
+  *clusters = 0;
+  const fz_cuda *cu = module->device->cu;
+  fz_status st =
+      need_clusters(module, cu->cuOccupancyMaxActiveClusters != NULL, err);
+  if (st || (st = fz_device_make_current(module->device, err)) ||
+      (st = reserve_shared(module, shared_bytes, err)))
+    return st;
+  /* the grid must be a multiple of the cluster; its size is not asked */
+  unsigned grid[3] = {(unsigned)cluster, 1, 1};
+  unsigned block[3] = {(unsigned)block_size, 1, 1};
+  CUlaunchAttribute attr;
+  CUlaunchConfig config =
+      cluster_config(grid, block, shared_bytes, NULL, cluster, &attr);
+  return FZ_CU(cu, err, cuOccupancyMaxActiveClusters, clusters,
+               module->function, &config);
+}

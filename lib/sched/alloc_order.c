@@ -300,7 +300,11 @@ static void decide(const fz_op *op, int *order) {
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
   case FZ_KIND_SYMBOL:
+  case FZ_KIND_RANDOM:
     row_major(rank, order);
+    break;
+  case FZ_KIND_GATHER: /* gather's index has the result's shape */
+    operand_order(op->operands[op->code == FZ_OP_GATHER ? 1 : 0], order);
     break;
   }
 }
@@ -318,7 +322,8 @@ static fz_status check_op(const fz_op *op, fz_error *err) {
       info->kind == FZ_KIND_SYMBOL || info->kind == FZ_KIND_UNARY || info->kind == FZ_KIND_CAST ||
       info->kind == FZ_KIND_BINARY || info->kind == FZ_KIND_TERNARY ||
       info->kind == FZ_KIND_SET || info->kind == FZ_KIND_SLICE ||
-      info->kind == FZ_KIND_PAD || info->kind == FZ_KIND_CAT)
+      info->kind == FZ_KIND_PAD || info->kind == FZ_KIND_CAT ||
+      info->kind == FZ_KIND_RANDOM || info->kind == FZ_KIND_GATHER)
     return FZ_OK; /* operands of another rank are skipped */
   const fz_value *x = op->num_operands > 0 ? op->operands[0] : NULL;
   if (!x || x->type.rank < 0 || x->type.rank > FZ_MAX_RANK)

@@ -376,6 +376,17 @@ static void map_op(fz_axis_map *m, const fz_op *op) {
   case FZ_KIND_SLICE:
   case FZ_KIND_PAD:
   case FZ_KIND_CAT:
+  case FZ_KIND_RANDOM:
+    break;
+  case FZ_KIND_GATHER: /* every axis but dims' is read at its coordinate */
+    for (int i = 0; i < r->type.rank; i++)
+      if (i != op->dims[0])
+        join_axes(m, x, i, r, i);
+    if (op->code == FZ_OP_GATHER)
+      for (int i = 0; i < r->type.rank; i++)
+        join_axes(m, op->operands[1], i, r, i);
+    else
+      join_axes(m, op->operands[1], 0, r, op->dims[0]);
     break;
   }
 }

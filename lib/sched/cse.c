@@ -72,11 +72,12 @@ static bool attrs_equal(const fz_op *a, const fz_op *b) {
   fz_dtype dtype = a->result->type.dtype;
   switch (fz_op_table[a->code].kind) {
   case FZ_KIND_REDUCTION:
-    if (a->keepdim != b->keepdim)
+    if (a->keepdim != b->keepdim || a->correction != b->correction)
       return false;
     /* fall through */
   case FZ_KIND_BROADCAST:
   case FZ_KIND_SQUEEZE:
+  case FZ_KIND_GATHER:
     return a->num_dims == b->num_dims &&
            memcmp(a->dims, b->dims, sizeof a->dims[0] * (size_t)a->num_dims) ==
                0;

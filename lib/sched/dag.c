@@ -211,7 +211,23 @@ bool fz_dag_find_maps(fz_dag *d, const fz_value *reference) {
   const fz_fusion *f = d->problem->fusion;
   for (const fz_value *seed = reference; seed;)
     seed = propagate(d, seed);
-  char label[64];
+  char label[64], data[64];
+  bool complete = true;
+  for (int i = 0; i < f->num_outputs; i++)
+    complete &= d->maps[f->outputs[i]->id] != NULL;
+  /* a gather of a computed value relates nothing to the maps: say so
+   * rather than which output it left without one */
+  for (int i = 0; i < f->num_ops && !complete; i++) {
+    const fz_op *op = f->ops[i];
+    if (fz_op_table[op->code].kind == FZ_KIND_GATHER &&
+        op->operands[0]->kind != FZ_VALUE_INPUT)
+      return fz_dag_decline_at(
+          d, op->result,
+          "%s gathers from %s, a value computed in the kernel (only a "
+          "fusion input can be read where an index says)",
+          fz_value_label(op->result, label, sizeof label),
+          fz_value_label(op->operands[0], data, sizeof data));
+  }
   for (int i = 0; i < f->num_outputs; i++)
     if (!d->maps[f->outputs[i]->id]) {
       if (fz_dag_resize_unmapped(d))
@@ -293,7 +309,8 @@ void fz_dag_canonical(const fz_dag *d, const int64_t *order_strides,
       for (int a = 0; a < d->num_accesses && merge; a++)
         merge = d->ref_strides[a][prev] == d->ref_strides[a][r] * size;
       for (int k = 0; k < d->num_nodes && merge; k++)
-        if (d->nodes[k].kind == FZ_NODE_IOTA)
+        if (d->nodes[k].kind == FZ_NODE_IOTA ||
+            d->nodes[k].kind == FZ_NODE_RANDOM)
           merge = d->nodes[k].coeff[prev] == d->nodes[k].coeff[r] * size;
     }
     if (merge) {
@@ -367,7 +384,7 @@ void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p) {
   plan_symbols(d, p);
   for (int i = 0; i < d->num_nodes; i++) {
     fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_IOTA)
+    if (n->kind != FZ_NODE_IOTA && n->kind != FZ_NODE_RANDOM)
       continue;
     int64_t coeff[FZ_MAX_RANK] = {0};
     for (int ci = 0; ci < c->rank; ci++)

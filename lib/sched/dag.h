@@ -119,6 +119,9 @@ int fz_dag_resize_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
  * map, not an input): declines at it, saying so, and returns true (the
  * reason an output is then missing from the space). */
 bool fz_dag_resize_unmapped(fz_dag *d);
+/* argreduce.c: the position node of arg-reduction op (its result's
+ * REDUCE node reads it), at the map of the op's operand. */
+fz_plan_node fz_dag_arg_position(const fz_dag *d, const fz_op *op);
 /* Set the reason and return false. _at: a reason about value `about`,
  * located at the op that defines it. */
 bool fz_dag_decline(fz_dag *d, const char *fmt, ...)

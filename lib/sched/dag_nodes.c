@@ -105,6 +105,7 @@ typedef struct access_probe {
   int io;
   const int64_t *ref_strides;
   int64_t offset, clamp; /* a window of a resize op (dag_resize.c) */
+  int gather_axis; /* -1: a plain access */
 } access_probe;
 
 static bool same_access(const void *ctx, int i) {
@@ -112,6 +113,8 @@ static bool same_access(const void *ctx, int i) {
   const fz_plan_access *a = &p->d->accesses[i];
   return a->is_output == p->is_output && a->io == p->io &&
          a->offset == p->offset && a->clamp == p->clamp &&
+         a->gathered == (p->gather_axis >= 0) &&
+         (!a->gathered || a->gather_axis == p->gather_axis) &&
          memcmp(p->d->ref_strides[i], p->ref_strides,
                 sizeof(int64_t) * (size_t)p->d->ref_rank) == 0;
 }
@@ -127,11 +130,18 @@ static uint64_t access_key(const fz_dag *d, bool is_output, int io,
   return h;
 }
 
-static int push_access_at(fz_dag *d, bool is_output, int io, fz_dtype dtype,
+/* An access of input or output io at these strides, offset and clamp
+ * (a window of a resize op, dag_resize.c); gather_axis >= 0: a
+ * gathered one along that logical axis of the input (never the same
+ * access as a plain read at the same strides). */
+static int push_access_of(fz_dag *d, bool is_output, int io, fz_dtype dtype,
                           const int64_t *ref_strides, int64_t offset,
-                          int64_t clamp) {
+                          int64_t clamp, int gather_axis) {
   uint64_t h = access_key(d, is_output, io, ref_strides, offset, clamp);
-  access_probe p = {d, is_output, io, ref_strides, offset, clamp};
+  if (gather_axis >= 0)
+    h = fz_hash_mix(h, (uint64_t)gather_axis + 1);
+  access_probe p = {d,      is_output, io,         ref_strides,
+                    offset, clamp,     gather_axis};
   int found = fz_itable_find(&d->access_index, h, same_access, &p);
   if (found >= 0)
     return found;
@@ -154,6 +164,14 @@ static int push_access_at(fz_dag *d, bool is_output, int io, fz_dtype dtype,
                        .offset = offset,
                        .clamp = clamp,
                        .vector = 1};
+  if (gather_axis >= 0) {
+    const fz_tensor_desc *t = &d->problem->inputs[io];
+    fz_plan_access *a = &d->accesses[d->num_accesses];
+    a->gathered = true;
+    a->gather_axis = gather_axis;
+    a->gather_stride = t->strides[gather_axis];
+    a->gather_extent = t->sizes[gather_axis];
+  }
   memset(d->ref_strides[d->num_accesses], 0, sizeof d->ref_strides[0]);
   memcpy(d->ref_strides[d->num_accesses], ref_strides,
          sizeof(int64_t) * (size_t)d->ref_rank);
@@ -163,7 +181,7 @@ static int push_access_at(fz_dag *d, bool is_output, int io, fz_dtype dtype,
 
 static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
                        const int64_t *ref_strides) {
-  return push_access_at(d, is_output, io, dtype, ref_strides, 0, 0);
+  return push_access_of(d, is_output, io, dtype, ref_strides, 0, 0, -1);
 }
 
 static int literal_node(fz_dag *d, const fz_value *v, fz_space space) {
@@ -208,6 +226,12 @@ static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
     reduced &= nontrivial;
     if (reduced == (d->rcols & nontrivial))
       *out = FZ_SPACE_ROW;
+    else if (reduced == (nontrivial & ~d->rcols) &&
+             (fz_op_table[op->code].flags & FZ_F_ARG))
+      return fz_dag_decline_at(d, v,
+                               "%s is an arg-reduction across rows (column "
+                               "arg-reductions are not supported)",
+                               label);
     else if (reduced == (nontrivial & ~d->rcols))
       *out = FZ_SPACE_COLUMN;
     else
@@ -225,7 +249,12 @@ static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
  * replace v and m in place (they make no node); an arithmetic op collects
  * its operands' nodes, awaiting operand `next`; a reduction awaits its
  * input's node. A frame is a few dozen bytes: a deep walk is cheap. */
-typedef enum frame_state { FRAME_START, FRAME_OPERANDS, FRAME_REDUCE } frame_state;
+typedef enum frame_state {
+  FRAME_START,
+  FRAME_OPERANDS,
+  FRAME_REDUCE,
+  FRAME_GATHER, /* awaits the index's node */
+} frame_state;
 
 typedef struct frame {
   frame_state state;
@@ -320,6 +349,7 @@ static bool start(fz_dag *d, stack *s, int *done) {
     case FZ_KIND_CAST:
     case FZ_KIND_BINARY:
     case FZ_KIND_TERNARY:
+    case FZ_KIND_RANDOM:
       f->state = FRAME_OPERANDS;
       f->next = 0;
       return false;
@@ -361,6 +391,33 @@ static bool start(fz_dag *d, stack *s, int *done) {
     case FZ_KIND_CAT:
       *done = fz_dag_resize_node(d, v, f->m, f->space);
       return true;
+    case FZ_KIND_GATHER: {
+      /* A gathered load of a fusion input; the gather_pushdown pass has
+       * moved gathers of computed values onto the inputs where it could,
+       * and the segmenter makes the rest read an intermediate. */
+      const fz_value *x = op->operands[0];
+      char label[64], xl[64];
+      if (x->kind != FZ_VALUE_INPUT) {
+        *done = -1;
+        return fz_dag_decline_at(
+                   d, op->result,
+                   "%s gathers from %s, a value computed in the kernel "
+                   "(only a fusion input can be read where an index says)",
+                   fz_value_label(op->result, label, sizeof label),
+                   fz_value_label(x, xl, sizeof xl)),
+               true;
+      }
+      fz_index_map im;
+      if (!fz_index_map_to_operand(op, 1, f->m, d->problem->symbols, &im, why,
+                                   sizeof why)) {
+        *done = -1;
+        return fz_dag_decline_at(d, op->result, "%s", why), true;
+      }
+      f->state = FRAME_GATHER;
+      push_frame(s, op->operands[1], fz_dag_intern(d, &im),
+                 f->space); /* moves f */
+      return false;
+    }
     case FZ_KIND_SYMBOL: /* a rank-0 value, the same at every point */
       *done = push_node(d,
                         (fz_plan_node){.kind = FZ_NODE_SYMBOL,
@@ -376,22 +433,68 @@ static bool start(fz_dag *d, stack *s, int *done) {
   }
 }
 
+/* The element index of a rand/randn value at reference coordinate c:
+ * its row-major strides seen through m (sizes checked when the problem
+ * was bound, so the products fit). */
+static void random_coeff(const fz_dag *d, const fz_value *v,
+                         const fz_index_map *m, int64_t *coeff) {
+  int64_t sizes[FZ_MAX_RANK], strides[FZ_MAX_RANK];
+  FZ_CHECK(fz_type_sizes(&v->type, d->problem->symbols, "random",
+                         FZ_ERR_INVALID, sizes, NULL, NULL, NULL) == FZ_OK);
+  int64_t stride = 1;
+  for (int j = v->type.rank - 1; j >= 0; j--) {
+    strides[j] = stride;
+    stride *= sizes[j];
+  }
+  fz_index_map_strides(m, strides, coeff);
+}
+
+/* The GATHER node of v (gather or index_select of an input) at f's map,
+ * reading at the index node operands[0]. */
+static int finish_gather(fz_dag *d, const frame *f) {
+  const fz_value *v = f->v;
+  const fz_op *op = v->def;
+  const fz_value *x = op->operands[0];
+  fz_index_map xm = fz_index_map_gathered(op, f->m);
+  int64_t strides[FZ_MAX_RANK] = {0};
+  fz_index_map_strides(&xm, d->problem->inputs[x->input_index].strides,
+                       strides);
+  int a = push_access_of(d, false, x->input_index, x->type.dtype, strides,
+                         0, 0, op->dims[0]);
+  return push_node(d,
+                   (fz_plan_node){.kind = FZ_NODE_GATHER,
+                                  .dtype = v->type.dtype,
+                                  .num_operands = 1,
+                                  .operands = {f->operands[0]},
+                                  .access = a,
+                                  .value = v,
+                                  .space = f->space},
+                   f->m);
+}
+
 /* A frame's node, once what it waited for is built. */
 static int finish(fz_dag *d, const frame *f) {
   const fz_value *v = f->v;
+  if (f->state == FRAME_GATHER)
+    return finish_gather(d, f);
   if (f->state == FRAME_REDUCE) { /* operands[0]: the input's node */
     int existing = find_reduce(d, v);
     if (existing >= 0)
       return existing;
-    return push_node(d,
-                     (fz_plan_node){.kind = FZ_NODE_REDUCE,
+    fz_plan_node r = (fz_plan_node){.kind = FZ_NODE_REDUCE,
                                     .code = v->def->code,
                                     .dtype = v->type.dtype,
                                     .num_operands = 1,
                                     .operands = {f->operands[0]},
+                                    .correction = v->def->correction,
                                     .value = v,
-                                    .space = f->result_space},
-                     f->m);
+                                    .space = f->result_space};
+    if (fz_plan_node_is_arg(&r)) { /* and the value's position */
+      const fz_value *in = v->def->operands[0];
+      r.operands[r.num_operands++] = push_node(
+          d, fz_dag_arg_position(d, v->def), d->maps[in->id]);
+    }
+    return push_node(d, r, f->m);
   }
   fz_plan_node n = (fz_plan_node){.kind = FZ_NODE_OP,
                                   .code = v->def->code,
@@ -400,6 +503,10 @@ static int finish(fz_dag *d, const frame *f) {
                                   .value = v,
                                   .space = f->space};
   memcpy(n.operands, f->operands, sizeof n.operands);
+  if (fz_op_table[v->def->code].kind == FZ_KIND_RANDOM) {
+    n.kind = FZ_NODE_RANDOM;
+    random_coeff(d, v, f->m, n.coeff);
+  }
   return push_node(d, n, f->m);
 }
 
@@ -416,7 +523,7 @@ static int build(fz_dag *d, const fz_value *v, const fz_index_map *m,
       if (s.count == 0 || result < 0)
         break; /* done, or a decline: every frame below fails with it */
       frame *f = &s.frames[s.count - 1];
-      if (f->state == FRAME_REDUCE) {
+      if (f->state == FRAME_REDUCE || f->state == FRAME_GATHER) {
         f->operands[0] = result;
         result = finish(d, f);
       } else {
@@ -492,7 +599,7 @@ int fz_dag_push_node(fz_dag *d, fz_plan_node node, const fz_index_map *m) {
 
 int fz_dag_push_access(fz_dag *d, int input, const int64_t *ref_strides,
                        int64_t offset, int64_t clamp) {
-  return push_access_at(d, false, input,
+  return push_access_of(d, false, input,
                         d->problem->fusion->inputs[input]->type.dtype,
-                        ref_strides, offset, clamp);
+                        ref_strides, offset, clamp, -1);
 }

@@ -25,6 +25,8 @@ const fz_tensor_desc *fz_plan_access_desc(const fz_problem *pb,
 bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
                                   const fz_tensor_desc *d, int v) {
   int inner = p->rank - 1;
+  if (a->gathered) /* each lane reads where its own index says */
+    return false;
   if (a->strides[inner] != 1 || p->extents[inner] % v != 0 || a->clamp)
     return false; /* a clamped window is read lane by lane (plan.h) */
   for (int k = 0; k < inner; k++)
@@ -97,6 +99,9 @@ bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound) {
       int64_t s = a->strides[k] < 0 ? -a->strides[k] : a->strides[k];
       max_off += s * (p->extents[k] - 1);
     }
+    if (a->gathered && a->gather_extent > 0)
+      max_off += (a->gather_stride < 0 ? -a->gather_stride : a->gather_stride) *
+                 (a->gather_extent - 1);
     /* the last vector reads up to p->vector elements past the offset */
     if (max_off + p->vector >= limit)
       return false;

@@ -183,10 +183,43 @@ bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *res,
   case FZ_KIND_IOTA:
   case FZ_KIND_SYMBOL:
     break;
+  case FZ_KIND_RANDOM: /* the seed and offset: scalars */
+    return orank == 0;
+  case FZ_KIND_GATHER:
+    if (k == 0) {
+      snprintf(why, why_size,
+               "%s %%%s reads its data operand where an index says",
+               fz_op_table[op->code].name,
+               result->name ? result->name : "?");
+      return false;
+    }
+    if (op->code == FZ_OP_INDEX_SELECT) {
+      if (is_broadcast(operand, 0))
+        zero_row(out, 0);
+      else
+        copy_row(out, 0, res, op->dims[0]);
+      return true;
+    }
+    for (int i = 0; i < orank; i++) {
+      if (is_broadcast(operand, i))
+        zero_row(out, i);
+      else
+        copy_row(out, i, res, i);
+    }
+    return true;
   }
   snprintf(why, why_size, "%s has no operand %d", fz_op_table[op->code].name,
            k);
   return false;
+}
+
+fz_index_map fz_index_map_gathered(const fz_op *op, const fz_index_map *res) {
+  fz_index_map m = *res;
+  zero_row(&m, op->dims[0]);
+  for (int i = 0; i < m.rows; i++)
+    if (is_broadcast(op->operands[0], i))
+      zero_row(&m, i);
+  return m;
 }
 
 bool fz_index_map_from_operand(const fz_op *op, int k,
@@ -275,7 +308,20 @@ bool fz_index_map_from_operand(const fz_op *op, int k,
   case FZ_KIND_SLICE: /* windows: see fz_index_map_to_operand */
   case FZ_KIND_PAD:
   case FZ_KIND_CAT:
+  case FZ_KIND_RANDOM:
     return false;
+  case FZ_KIND_GATHER: /* gather's index is in the result's space */
+    if (k != 1 || op->code != FZ_OP_GATHER)
+      return false;
+    for (int i = 0; i < rrank; i++) {
+      if (is_broadcast(result, i))
+        zero_row(out, i);
+      else if (is_broadcast(operand, i))
+        return false;
+      else
+        copy_row(out, i, in, i);
+    }
+    return true;
   }
   return false;
 }

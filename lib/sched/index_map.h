@@ -38,6 +38,11 @@ bool fz_index_map_from_operand(const fz_op *op, int k,
                                const fz_index_map *operand,
                                const int64_t *symbols, fz_index_map *result);
 
+/* gather and index_select: the map through which their data operand is
+ * read at the result's map `res`, the gathered axis left out (its
+ * coordinate is the index value, added by the kernel). */
+fz_index_map fz_index_map_gathered(const fz_op *op, const fz_index_map *res);
+
 /* Element strides per reference axis of a tensor with these logical
  * strides, read through map m: s[r] = sum_k strides[k] * a[k][r]. */
 void fz_index_map_strides(const fz_index_map *m, const int64_t *strides,

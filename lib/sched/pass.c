@@ -21,6 +21,8 @@ static const fz_pass_info passes[] = {
      "give undeclared results their source tensor's allocation order"},
     {"resize-pushdown", fz_pass_resize_pushdown,
      "move slice, pad and cat toward the inputs (windows of inputs)"},
+    {"gather-pushdown", fz_pass_gather_pushdown,
+     "compute gathered values at the gathered points, gathering inputs"},
 };
 
 int fz_pass_count(void) { return (int)(sizeof passes / sizeof passes[0]); }

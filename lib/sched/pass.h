@@ -63,4 +63,12 @@ fz_status fz_pass_alloc_order(fz_fusion *fusion, fz_error *err);
  * fusion, as fuse-opt does before scheduling. */
 fz_status fz_pass_resize_pushdown(fz_fusion *fusion, fz_error *err);
 
+/* ---- gather_pushdown.c -------------------------------------------------- */
+
+/* The "gather-pushdown" pass: gathers and index_selects of values computed
+ * by pointwise ops, casts and copies become those ops computed at the
+ * gathered points, down to gathers of fusion inputs (or of values no rule
+ * goes through); broadcast operands stay as they are. Exact. */
+fz_status fz_pass_gather_pushdown(fz_fusion *fusion, fz_error *err);
+
 #endif

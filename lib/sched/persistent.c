@@ -32,6 +32,7 @@
  */
 #include "sched/dag.h"
 #include "sched/heuristics.h"
+#include "sched/persistent_cluster.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -233,6 +234,9 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   int64_t groups = fz_plan_row_points(p) / v;
   if (groups < 1 || rows < 1)
     return fz_dag_decline(d, "an empty row or no rows");
+  /* a row that outgrows one SM: a cluster of blocks shares it (sm_90) */
+  if (fz_persistent_cluster_plan(pb, p, groups))
+    return true;
   /* Registers per thread that scale with the row: every tensor that varies
    * along it, plus one accumulator per column reduction (they live across
    * all the rows a block processes). Widen the block until they fit in
@@ -335,6 +339,13 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
             d, op->result, "row reductions reduce different axes (%s)", label);
       rcols = reduced;
     } else {
+      /* the column combine has no Welford states: a reduction kernel
+       * computes such a var or mean, in a segment of its own */
+      if (fz_reduce_is_welford(op->code))
+        return fz_dag_decline_at(d, op->result,
+                                 "%s is a column %s (only row reductions "
+                                 "keep Welford states here)",
+                                 label, fz_op_table[op->code].name);
       mixed_columns |= columns && ccols != reduced;
       ccols = reduced;
       columns = true;

@@ -179,7 +179,7 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
     for (int i = 0; i < p->num_nodes; i++)
       if (p->nodes[i].kind == FZ_NODE_REDUCE &&
           p->nodes[i].space == FZ_SPACE_COLUMN)
-        bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
+        bytes += fz_plan_reduce_bytes(p, &p->nodes[i]);
     bool outer = p->kind == FZ_PLAN_OUTER_PERSISTENT;
     size_t rows = (size_t)p->grid_x + (outer ? 1 : 0);
     /* the results start at a 16-byte boundary after the partials */
@@ -188,7 +188,7 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
   size_t bytes = 0;
   for (int i = 0; i < p->num_nodes; i++)
     if (p->nodes[i].kind == FZ_NODE_REDUCE)
-      bytes += fz_dtype_size(fz_reduce_acc_dtype(p->nodes[i].dtype));
+      bytes += fz_plan_reduce_bytes(p, &p->nodes[i]);
   return bytes * (size_t)fz_plan_kept_points(p) * (size_t)p->split;
 }
 
@@ -200,14 +200,33 @@ size_t fz_plan_counter_bytes(const fz_plan *p) {
   return 4 * (size_t)fz_plan_num_tiles(p);
 }
 
+static int num_gathered(const fz_plan *p) {
+  int n = 0;
+  for (int i = 0; i < p->num_accesses; i++)
+    n += p->accesses[i].gathered;
+  return n;
+}
+
+bool fz_plan_has_gather(const fz_plan *p) { return num_gathered(p) > 0; }
+
+int fz_plan_gather_param(const fz_plan *p, int a) {
+  int n = 1 + p->rank + p->num_accesses * (p->rank + 1) + p->num_symbols;
+  for (int i = 0; i < a; i++)
+    n += 3 * p->accesses[i].gathered;
+  return n;
+}
+
 int fz_plan_num_scalar_params(const fz_plan *p) {
-  return 1 + p->rank + p->num_accesses * (p->rank + 1) + p->num_symbols;
+  return 1 + p->rank + p->num_accesses * (p->rank + 1) + p->num_symbols +
+         3 * num_gathered(p);
 }
 
 int fz_plan_num_params(const fz_plan *p) {
   int n = p->num_accesses + fz_plan_num_scalar_params(p);
   if (has_workspace(p))
     n += 2;
+  if (fz_plan_has_gather(p))
+    n += 1; /* the error word */
   return n;
 }
 
@@ -263,6 +282,12 @@ void fz_plan_scalar_params(const fz_plan *p, int64_t *out) {
   }
   for (int s = 0; s < p->num_symbols; s++)
     out[n++] = p->symbol_values[s];
+  for (int i = 0; i < p->num_accesses; i++)
+    if (p->accesses[i].gathered) {
+      out[n++] = p->accesses[i].gather_stride;
+      out[n++] = p->accesses[i].gather_extent;
+      out[n++] = 0; /* the site: the executor's */
+    }
 }
 
 static const char *kind_name(fz_plan_kind k) {
@@ -353,9 +378,31 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
                     dt);
       break;
     case FZ_NODE_REDUCE:
-      fz_buf_printf(b, "  n%d = reduce %s n%d : %s (accumulate %s)\n", i,
-                    fz_op_table[n->code].name, n->operands[0], dt,
+      if (fz_plan_node_is_arg(n)) {
+        fz_buf_printf(b, "  n%d = reduce %s n%d at n%d : %s (accumulate %s)\n",
+                      i, fz_op_table[n->code].name, n->operands[0],
+                      n->operands[1], dt,
+                      fz_dtype_name(fz_plan_reduce_acc(p, n)));
+        break;
+      }
+      fz_buf_printf(b, "  n%d = reduce %s n%d", i, fz_op_table[n->code].name,
+                    n->operands[0]);
+      if (n->code == FZ_OP_VAR) /* compiled in: part of the key */
+        fz_buf_printf(b, " correction(%.17g)", n->correction);
+      fz_buf_printf(b, " : %s (accumulate %s)\n", dt,
                     fz_dtype_name(fz_reduce_acc_dtype(n->dtype)));
+      break;
+    case FZ_NODE_RANDOM:
+      /* the coefficients are constants of the kernel, as iota's */
+      fz_buf_printf(b, "  n%d = %s n%d, n%d coeff(", i,
+                    fz_op_table[n->code].name, n->operands[0], n->operands[1]);
+      for (int k = 0; k < p->rank; k++)
+        fz_buf_printf(b, "%s%" PRId64, k ? ", " : "", n->coeff[k]);
+      fz_buf_printf(b, ") : %s\n", dt);
+      break;
+    case FZ_NODE_GATHER:
+      fz_buf_printf(b, "  n%d = gather a%d at n%d : %s\n", i, n->access,
+                    n->operands[0], dt);
       break;
     case FZ_NODE_SYMBOL: {
       /* the key names the parameter, not the symbol: one kernel serves
@@ -388,6 +435,8 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       for (int k = 0; k < p->rank; k++)
         fz_buf_puts(&b, p->row_axes[k] ? "x" : "-");
     }
+    if (p->cluster)
+      fz_buf_printf(&b, " cluster=%d", p->cluster);
     fz_buf_puts(&b, "\n");
   }
   if (p->kind == FZ_PLAN_TRANSPOSE)
@@ -395,8 +444,9 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
                   p->tile_axis);
   for (int i = 0; i < p->num_accesses; i++) {
     const fz_plan_access *a = &p->accesses[i];
-    fz_buf_printf(&b, "a%d %s %s vec=%d %s", i, a->is_output ? "w" : "r",
-                  fz_dtype_name(a->dtype), a->vector, inner_class(p, a));
+    fz_buf_printf(&b, "a%d %s %s vec=%d %s%s", i, a->is_output ? "w" : "r",
+                  fz_dtype_name(a->dtype), a->vector, inner_class(p, a),
+                  a->gathered ? " gathered" : "");
     if (a->clamp) /* a constant of the kernel */
       fz_buf_printf(&b, " clamp=%" PRId64, a->clamp);
     fz_buf_puts(&b, "\n");
@@ -430,10 +480,12 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
   else if (fz_plan_is_persistent(p))
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
-                  "persistent=%d phases=%d%s%s\n",
+                  "persistent=%d phases=%d%s%s",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
                   p->phases, p->cooperative ? " cooperative" : "",
                   p->prefetch ? " prefetch" : "");
+  if (fz_plan_is_persistent(p) && p->kind != FZ_PLAN_OUTER_PERSISTENT)
+    fz_buf_printf(b, p->cluster ? " cluster=%d\n" : "\n", p->cluster);
   else if (is_reduction(p))
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 "x%d block=%dx%d vector=%d "
@@ -464,6 +516,10 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       fz_buf_printf(b, " offset %" PRId64, a->offset);
     if (a->clamp)
       fz_buf_printf(b, " window clamp(0, %" PRId64 ")", a->clamp);
+    if (a->gathered)
+      fz_buf_printf(b, " gathered along axis %d (stride %" PRId64
+                       ", extent %" PRId64 ")",
+                    a->gather_axis, a->gather_stride, a->gather_extent);
     if (is_tiled(p, i))
       fz_buf_printf(b, " tiled vector %d (%zu bytes) along axis %d",
                     a->vector, (size_t)a->vector * fz_dtype_size(a->dtype),

@@ -100,6 +100,16 @@ typedef struct fz_plan_access {
    * stride and the innermost extent are multiples of it. A stride of 0
    * along the innermost axis is a splat: one scalar load per group. */
   int vector;
+  /* A gathered access (read by GATHER nodes only, never vectorized): its
+   * strides cover every axis of the input but `gather_axis`, whose
+   * coordinate is an index value the node computes, times
+   * `gather_stride`; an index outside [0, gather_extent) is read at 0
+   * and reported through the error word (fz_plan_num_params). The stride
+   * and extent are kernel parameters. */
+  bool gathered;
+  int gather_axis;        /* the input's logical axis, for messages */
+  int64_t gather_stride;  /* elements */
+  int64_t gather_extent;
 } fz_plan_access;
 
 typedef enum fz_node_kind {
@@ -110,6 +120,11 @@ typedef enum fz_node_kind {
   FZ_NODE_STORE,   /* operands[0] -> access */
   FZ_NODE_REDUCE,  /* code (SUM/PROD/AMAX/AMIN) of operands[0] over R */
   FZ_NODE_SYMBOL,  /* the i64 value bound to fusion symbol `symbol` */
+  /* code (RAND/RANDN) of element sum_k coeff[k] * coord[k] (the row-major
+   * linear index in the fusion value's shape) under operands[0] (seed)
+   * and operands[1] (offset), i64 nodes the same at every point */
+  FZ_NODE_RANDOM,
+  FZ_NODE_GATHER,  /* gathered access at the index operands[0] -> value */
 } fz_node_kind;
 
 /* The space a node of a reduction or persistent plan is computed in, set
@@ -140,8 +155,9 @@ typedef struct fz_plan_node {
   int access;       /* LOAD, STORE */
   fz_scalar literal; /* LITERAL value; IOTA start */
   fz_scalar step;    /* IOTA */
-  int64_t coeff[FZ_MAX_RANK]; /* IOTA */
+  int64_t coeff[FZ_MAX_RANK]; /* IOTA, RANDOM */
   int symbol;                 /* SYMBOL: index into fusion->symbols */
+  double correction;          /* REDUCE var: Bessel's correction */
   const fz_value *value; /* the fusion value this node computes (printing) */
   /* Reduction plans: FULL nodes are evaluated at every point of the full
    * space (the prologue, feeding REDUCE nodes, and full-space stores) and
@@ -240,7 +256,27 @@ typedef struct fz_plan {
   int num_symbols;
   const int *symbols;
   const int64_t *symbol_values;
+  /* INNER_PERSISTENT plans whose row does not fit one SM (sm_90+): 0 for
+   * none, else the c blocks of a thread-block cluster (gridDim.x is a
+   * multiple of c, launched with a cluster dimension of c) share one row,
+   * block_y is 1 and the row is walked by c * block_x threads: block
+   * rank q's thread tx holds groups (q * block_x + tx) + k * c * block_x.
+   * A row reduction combines the block's partial with the other blocks'
+   * through distributed shared memory (lib/lower/persistent_cluster.c);
+   * clusters walk the rows (clusterid, nclusterid). */
+  int cluster;
 } fz_plan;
+
+/* The largest cluster a plan asks for: the portable limit. */
+enum { FZ_PLAN_MAX_CLUSTER = 8 };
+/* Whether the plan has gathered accesses (and so the error word). */
+bool fz_plan_has_gather(const fz_plan *plan);
+/* The position among the scalar parameters of gathered access a's three:
+ * its gather stride, its gather extent and its *site*, the number the
+ * kernel writes into the error word for a bad index. The plan leaves the
+ * site 0; the executor sets it to a number of its own (nonzero) that
+ * names the access of this launch. */
+int fz_plan_gather_param(const fz_plan *plan, int a);
 
 /* Which of plan->symbols a SYMBOL node reads (its position there). */
 int fz_plan_symbol_param(const fz_plan *plan, const fz_plan_node *node);
@@ -261,6 +297,21 @@ enum { FZ_PLAN_MAX_UNROLL = 64 };
  * refuses more. */
 enum { FZ_PLAN_MAX_PHASES = 64 };
 
+/* argreduce.c: arg-reductions (argmax, argmin). Their REDUCE node reads
+ * the value (operands[0]) and its i64 position (operands[1], a full-space
+ * IOTA node: row-major over the reduced axes of the fusion op's operand,
+ * in logical order) and carries a (value, position) pair: the value in
+ * the accumulator dtype of operands[0]'s dtype, the position as i64, one
+ * partial taking FZ_ARG_STATE_BYTES bytes of shared memory or workspace.
+ * fz_plan_reduce_acc is the accumulator (value) dtype of any REDUCE node,
+ * fz_plan_reduce_bytes the bytes of one of its partials. */
+enum { FZ_ARG_STATE_BYTES = 16 };
+bool fz_plan_node_is_arg(const fz_plan_node *n);
+fz_dtype fz_plan_reduce_acc(const fz_plan *p, const fz_plan_node *n);
+size_t fz_plan_reduce_bytes(const fz_plan *p, const fz_plan_node *n);
+/* The rules of an arg REDUCE node (plan_verify.c asks). */
+fz_status fz_plan_verify_arg(const fz_plan *p, int i, fz_error *err);
+
 /* ---- kernel parameters: the one place lowering and launch agree ------- *
  * Order: one pointer per access (same order as plan->accesses), then the
  * group count (i64), then extents[0..rank) (i64), then for each access
@@ -270,7 +321,10 @@ enum { FZ_PLAN_MAX_PHASES = 64 };
  * reduction plans with
  * split > 1 and for the cooperative persistent plans whose column
  * reductions meet across the grid (fz_plan_has_grid_columns), the
- * workspace pointer and the counters pointer. For reduction plans the
+ * workspace pointer and the counters pointer; last, for a plan with
+ * gathered accesses, the error word's pointer: two i64, zero until a
+ * kernel meets an index out of range, then the first such index's site
+ * (compare-and-swap from 0) and the index. For reduction plans the
  * group count is the number of kept (I) points, for persistent plans the
  * number of rows, for transpose plans the number of tiles. */
 int fz_plan_num_params(const fz_plan *plan);
@@ -316,6 +370,12 @@ int64_t fz_plan_rows(const fz_plan *plan);
 int64_t fz_plan_row_points(const fz_plan *plan);
 fz_dtype fz_reduce_acc_dtype(fz_dtype result);
 int64_t fz_plan_num_tiles(const fz_plan *plan); /* transpose: tiles */
+/* var and mean: REDUCE codes whose partials are Welford states (count,
+ * mean, m2), each three accumulators wide (welford_plan.c). */
+bool fz_reduce_is_welford(fz_opcode code);
+/* The bytes of one partial of a REDUCE node of `code` with result dtype
+ * `result`: its accumulator, or a Welford state of three. */
+size_t fz_reduce_partial_bytes(fz_opcode code, fz_dtype result);
 size_t fz_plan_workspace_bytes(const fz_plan *plan);
 size_t fz_plan_counter_bytes(const fz_plan *plan);
 

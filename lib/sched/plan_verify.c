@@ -100,7 +100,8 @@ static fz_status verify_access(const fz_plan *p, int i, fz_error *err) {
 
 static bool is_reduce_code(fz_opcode code) {
   return code == FZ_OP_SUM || code == FZ_OP_PROD || code == FZ_OP_AMAX ||
-         code == FZ_OP_AMIN;
+         code == FZ_OP_AMIN || code == FZ_OP_ARGMAX || code == FZ_OP_ARGMIN ||
+         fz_reduce_is_welford(code);
 }
 
 static const char *op_name(fz_opcode code) {
@@ -140,6 +141,20 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
     if (n->num_operands != (store ? 1 : 0))
       return bad(err, "%s n%d has %d operands, not %d",
                  store ? "store" : "load", i, n->num_operands, store ? 1 : 0);
+    if (p->accesses[n->access].gathered)
+      return bad(err, "%s n%d goes through a%d, a gathered access",
+                 store ? "store" : "load", i, n->access);
+    return FZ_OK;
+  }
+  case FZ_NODE_GATHER: {
+    if (n->access < 0 || n->access >= p->num_accesses ||
+        !p->accesses[n->access].gathered || p->accesses[n->access].is_output)
+      return bad(err, "gather n%d reads a%d, not a gathered input access", i,
+                 n->access);
+    fz_dtype id = n->num_operands == 1 ? p->nodes[n->operands[0]].dtype
+                                       : FZ_F32;
+    if (id != FZ_I64 && id != FZ_I32)
+      return bad(err, "gather n%d needs one operand, an i64 or i32 index", i);
     return FZ_OK;
   }
   case FZ_NODE_SYMBOL: {
@@ -164,10 +179,12 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
   case FZ_NODE_REDUCE:
     if (p->kind == FZ_PLAN_POINTWISE || p->kind == FZ_PLAN_TRANSPOSE)
       return bad(err, "node n%d: a reduction in a pointwise plan", i);
-    if (n->num_operands != 1)
-      return bad(err, "reduce n%d has %d operands, not 1", i, n->num_operands);
     if (!is_reduce_code(n->code))
       return bad(err, "reduce n%d: %s is not a reduction", i, op_name(n->code));
+    if (fz_plan_node_is_arg(n))
+      return fz_plan_verify_arg(p, i, err);
+    if (n->num_operands != 1)
+      return bad(err, "reduce n%d has %d operands, not 1", i, n->num_operands);
     return FZ_OK;
   case FZ_NODE_OP: {
     if ((unsigned)n->code >= FZ_NUM_OPCODES)
@@ -181,6 +198,17 @@ static fz_status verify_node(const fz_plan *p, int i, fz_error *err) {
                  info->arity, n->num_operands);
     return FZ_OK;
   }
+  case FZ_NODE_RANDOM:
+    if (n->code != FZ_OP_RAND && n->code != FZ_OP_RANDN)
+      return bad(err, "random n%d: %s is not rand or randn", i,
+                 op_name(n->code));
+    if (!fz_dtype_is_float(n->dtype) || n->num_operands != 2)
+      return bad(err, "random n%d is not a float with 2 operands", i);
+    for (int k = 0; k < 2; k++)
+      if (p->nodes[n->operands[k]].dtype != FZ_I64)
+        return bad(err, "random n%d: operand %d (n%d) is not an i64", i, k,
+                   n->operands[k]);
+    return FZ_OK;
   }
   return bad(err, "node n%d has no kind (%d)", i, (int)n->kind);
 }
@@ -229,7 +257,9 @@ static fz_status verify_reduction_node(const fz_plan *p, int i, fz_error *err) {
     if (p->nodes[n->operands[k]].space != n->space)
       return bad(err, "node n%d (%s space) reads n%d of the other space", i,
                  row ? "row" : "full", n->operands[k]);
-  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE) && row) {
+  if ((n->kind == FZ_NODE_LOAD || n->kind == FZ_NODE_STORE ||
+       n->kind == FZ_NODE_GATHER) &&
+      row) {
     const fz_plan_access *a = &p->accesses[n->access];
     for (int d = 0; d < p->rank; d++)
       if (p->reduced[d] && a->strides[d] != 0)
@@ -267,6 +297,17 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
   if (p->persistent < 1 || p->phases < 0 || p->phases > FZ_PLAN_MAX_PHASES)
     return bad(err, "%d persistent groups, %d phases (at most %d)",
                p->persistent, p->phases, FZ_PLAN_MAX_PHASES);
+  if (p->cluster &&
+      (p->kind != FZ_PLAN_INNER_PERSISTENT || p->cluster < 2 ||
+       p->cluster > FZ_PLAN_MAX_CLUSTER || p->block_y != 1 ||
+       p->grid_x % p->cluster != 0 || p->prefetch))
+    return bad(err,
+               "a cluster of %d blocks (2..%d) on a %s plan, block %dx%d, "
+               "grid %lld%s",
+               p->cluster, FZ_PLAN_MAX_CLUSTER,
+               p->kind == FZ_PLAN_INNER_PERSISTENT ? "inner" : "non-inner",
+               p->block_x, p->block_y, (long long)p->grid_x,
+               p->prefetch ? ", prefetching" : "");
   return FZ_OK;
 }
 
@@ -292,8 +333,17 @@ static bool node_varies_along_row(const fz_plan *p, int i, const bool *along) {
       if (p->row_axes[d] && n->coeff[d] != 0)
         return true;
     return false;
+  case FZ_NODE_RANDOM:
+    for (int d = 0; d < p->rank; d++)
+      if (p->row_axes[d] && n->coeff[d] != 0)
+        return true;
+    return along[n->operands[0]] || along[n->operands[1]];
   case FZ_NODE_REDUCE:
     return n->space != FZ_SPACE_ROW;
+  case FZ_NODE_GATHER:
+    if (varies_along(p, &p->accesses[n->access], true))
+      return true;
+    return along[n->operands[0]];
   default:
     for (int k = 0; k < n->num_operands; k++)
       if (along[n->operands[k]])
@@ -435,6 +485,9 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
   bool persistent = fz_plan_is_persistent(p);
   if (is_reduction(p) && (st = verify_reduction(p, err)))
     return st;
+  if (p->cluster && !persistent)
+    return bad(err, "a cluster of %d blocks on a plan that is not persistent",
+               p->cluster);
   if (persistent && (st = verify_persistent(p, err)))
     return st;
   if (p->kind == FZ_PLAN_TRANSPOSE && (st = verify_transpose(p, err)))

@@ -31,6 +31,7 @@ static void attrs_of(const fz_op *op, fz_attrs *a) {
   a->has_iota_start = a->has_iota_step = true;
   a->symbol = op->symbol; /* the same index: symbols are copied in order */
   a->resize = op->resize;
+  a->correction = op->correction;
 }
 
 static fz_value *copy_literal(fz_fusion *f, const fz_value *v) {

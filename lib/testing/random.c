@@ -15,8 +15,8 @@
  * value also carries what the generator knows about its numbers:
  *  - exact: the GPU computes it bit for bit as the interpreter does.
  *    Inputs are exact, and so are results of correctly rounded arithmetic,
- *    min/max, comparisons, casts, shape ops, amax/amin and integer math on
- *    exact operands (lib/lower/compute.c matches the interpreter there).
+ *    min/max, comparisons, casts, shape ops, amax/amin, argmax/argmin and
+ *    integer math on exact operands (lib/lower/compute.c matches the interpreter there).
  *    Transcendentals and float sums are not. Discontinuous ops (floor,
  *    round, trunc, sign, frac, float mod and fmod, anything with an
  *    integer or bool result) take only exact operands, so a last-ulp
@@ -259,6 +259,8 @@ static bool op_is_exact(fz_opcode code, fz_value *const *ops, fz_dtype d) {
     default:
       return true;
     }
+  case FZ_KIND_RANDOM: /* rand bit for bit; randn calls libdevice */
+    return code == FZ_OP_RAND;
   case FZ_KIND_BINARY:
     if (code == FZ_OP_POW)
       return !fz_dtype_is_float(d) || literal_is(ops[1], 2.0);
@@ -289,6 +291,7 @@ static bool keeps_error(fz_opcode code, fz_value *const *ops) {
   case FZ_KIND_CAST: case FZ_KIND_BROADCAST: case FZ_KIND_SQUEEZE:
   case FZ_KIND_EXPAND: case FZ_KIND_PERMUTE: case FZ_KIND_RESHAPE:
   case FZ_KIND_SET: case FZ_KIND_SLICE: case FZ_KIND_PAD: case FZ_KIND_CAT:
+  case FZ_KIND_GATHER:
     return true;
   default:
     break;
@@ -369,6 +372,11 @@ static double predict_bound(gen *g, fz_opcode code, int n,
   case FZ_OP_FMA: return B[0] * B[1] + B[2];
   case FZ_OP_SUM: return reduced_count(g, ops[0], at) * B[0];
   case FZ_OP_PROD: return pow(fmax(B[0], 1), reduced_count(g, ops[0], at));
+  case FZ_OP_ARGMAX: case FZ_OP_ARGMIN: return reduced_count(g, ops[0], at);
+  case FZ_OP_MEAN: return B[0];
+  /* m2 / count <= B^2, and count / (count - correction) <= 2 for the
+   * corrections act_reduce picks (0 and 0.5) */
+  case FZ_OP_VAR: return 2 * B[0] * B[0];
   case FZ_OP_CAST:
     return fz_dtype_is_float(t->dtype) ? B[0] : floor(B[0]);
   case FZ_OP_FULL:
@@ -385,6 +393,10 @@ static double predict_bound(gen *g, fz_opcode code, int n,
       b = fmax(b, inf(g, ops[k])->bound);
     return b;
   }
+  case FZ_OP_RAND:
+    return 1;
+  case FZ_OP_RANDN: /* sqrt(-2 log 2^-53): the most Box-Muller reaches */
+    return 9;
   case FZ_OP_IOTA: {
     bool fl = fz_dtype_is_float(t->dtype);
     double start = fl ? at->iota_start.f : (double)at->iota_start.i;
@@ -537,6 +549,16 @@ static fz_value *mk_dims(gen *g, fz_opcode code, fz_value *a, int nd,
   fz_attrs at = {.num_dims = nd, .keepdim = keepdim};
   memcpy(at.dims, dims, sizeof dims[0] * (size_t)nd);
   return mk(g, code, 1, &a, &at);
+}
+
+/* var with correction 0 or 0.5: below every count (a reduced extent of 1
+ * included), so never inf or NaN. */
+static fz_value *var_dims(gen *g, fz_value *a, int nd, const int *dims,
+                          bool keepdim) {
+  fz_attrs at = {.num_dims = nd, .keepdim = keepdim,
+                 .correction = chance(g, 50) ? 0.5 : 0};
+  memcpy(at.dims, dims, sizeof dims[0] * (size_t)nd);
+  return mk(g, FZ_OP_VAR, 1, &a, &at);
 }
 
 static fz_value *mk_shape(gen *g, fz_opcode code, fz_value *a,
@@ -1146,6 +1168,54 @@ static fz_value *act_permute(gen *g) {
 
 /* squeeze size-1 axes, broadcast a new b1 axis, expand a b1 axis to its
  * base extent, or copy with set. */
+/* v read back through an index along one of its base axes: index_select
+ * by an iota (reversed where the extent is a constant), or gather by that
+ * iota broadcast to v's shape. Every index is in range (the reference
+ * refuses others), and the result holds v's values, rearranged. */
+static fz_value *act_gather(gen *g, fz_value *v) {
+  const fz_type *t = &v->type;
+  const vinfo *I = inf(g, v);
+  int k = t->rank > 0 ? below(g, t->rank) : -1;
+  if (k < 0 || I->base[k] < 0 || t->axes[k].kind != FZ_AXIS_ITER)
+    return NULL;
+  fz_extent e = g->ext[I->base[k]];
+  fz_type it = {.dtype = chance(g, 50) ? FZ_I64 : FZ_I32, .rank = 1};
+  it.axes[0] = (fz_axis){.kind = FZ_AXIS_ITER, .extent = e};
+  fz_attrs at = {.shape = &it, .has_iota_start = true, .has_iota_step = true};
+  at.iota_start.i = e.symbol < 0 && e.value > 0 ? e.value - 1 : 0;
+  at.iota_step.i = e.symbol < 0 ? -1 : 1;
+  fz_value *index = mk(g, FZ_OP_IOTA, 0, NULL, &at);
+  if (!index)
+    return NULL;
+  inf(g, index)->base[0] = I->base[k];
+  fz_opcode code = FZ_OP_INDEX_SELECT;
+  if (chance(g, 50)) {
+    int dims[FZ_MAX_RANK], nd = 0;
+    for (int j = 0; j < t->rank; j++)
+      if (j != k)
+        dims[nd++] = j;
+    index = nd ? mk_dims(g, FZ_OP_BROADCAST, index, nd, dims, false) : index;
+    if (!index)
+      return NULL;
+    fz_type s = index->type;
+    bool grow = false;
+    for (int j = 0; j < t->rank; j++)
+      if (j != k && !is_b1(&t->axes[j])) {
+        s.axes[j].expanded = true;
+        s.axes[j].expanded_to = fz_axis_extent(&t->axes[j]);
+        grow = true;
+      }
+    index = grow ? mk_shape(g, FZ_OP_EXPAND, index, &s) : index;
+    code = FZ_OP_GATHER;
+  }
+  fz_value *ops[2] = {v, index};
+  fz_attrs ga = {.num_dims = 1, .dims = {k}};
+  fz_value *r = index ? mk(g, code, 2, ops, &ga) : NULL;
+  if (r)
+    memcpy(inf(g, r)->base, I->base, sizeof I->base);
+  return r;
+}
+
 static fz_value *act_shape(gen *g) {
   fz_value *v = pick(g);
   const fz_type *t = &v->type;
@@ -1177,12 +1247,12 @@ static fz_value *act_shape(gen *g) {
     return nd ? mk_shape(g, FZ_OP_EXPAND, v, &s) : NULL;
   }
   default:
+    if (chance(g, 40))
+      return act_gather(g, v);
     return mk1(g, FZ_OP_SET, v);
   }
 }
 
-/* A reduction over the fusion's reduced axes (or, in a mix fusion,
- * sometimes any), keepdim or not; prod only over a few values near 1. */
 /* The resize ops, in round trips that keep the value's shape (so that
  * it still meets the others): along one constant axis of extent E,
  * pad(x[1:], low 1) with a small fill; cat of 2 or 3 slices of x and a
@@ -1247,6 +1317,8 @@ static fz_value *act_resize(gen *g) {
   return r;
 }
 
+/* A reduction over the fusion's reduced axes (or, in a mix fusion,
+ * sometimes any), keepdim or not; prod only over a few values near 1. */
 static fz_value *act_reduce(gen *g) {
   fz_value *x = NULL;
   for (int tries = 0; tries < 8 && !x; tries++) {
@@ -1280,6 +1352,15 @@ static fz_value *act_reduce(gen *g) {
                                     FZ_OP_PROD};
   static const int weights[] = {55, 20, 15, 10};
   fz_opcode code = codes[weighted(g, weights, 4)];
+  /* the position of the extreme instead, now and then (mk builds it only
+   * from an exact operand: its i64 result is discontinuous) */
+  if ((code == FZ_OP_AMAX || code == FZ_OP_AMIN) && chance(g, 30))
+    code = code == FZ_OP_AMAX ? FZ_OP_ARGMAX : FZ_OP_ARGMIN;
+  /* var and mean (Welford states) in place of some sums of floats; var
+   * only of exact values: where its result is small (a small spread) an
+   * operand's rounding error would be larger than the tolerance */
+  if (code == FZ_OP_SUM && fz_dtype_is_float(x->type.dtype) && chance(g, 30))
+    code = inf(g, x)->exact && chance(g, 50) ? FZ_OP_VAR : FZ_OP_MEAN;
   fz_attrs at = {.num_dims = nd};
   memcpy(at.dims, dims, sizeof dims);
   double n = reduced_count(g, x, &at);
@@ -1294,7 +1375,8 @@ static fz_value *act_reduce(gen *g) {
   }
   if (!x)
     return NULL;
-  fz_value *r = mk_dims(g, code, x, nd, dims, chance(g, 50));
+  fz_value *r = code == FZ_OP_VAR ? var_dims(g, x, nd, dims, chance(g, 50))
+                                  : mk_dims(g, code, x, nd, dims, chance(g, 50));
   if (r) {
     inf(g, r)->post = true;
     g->num_reductions++;
@@ -1313,11 +1395,35 @@ static fz_value *symbol_sum(gen *g) {
   return s ? tame(g, mk2(g, FZ_OP_ADD, pick(g), s)) : NULL;
 }
 
-/* iota along one base axis, full of a base-like shape, or a symbol read
- * added to a value. */
+/* rand or randn of a base-like shape from literal seeds and offsets
+ * (large enough to reach the high words of Philox's key and counter). */
+static fz_value *random_draw(gen *g) {
+  fz_type t = {.dtype = random_dtype(g, true), .rank = g->rank};
+  for (int i = 0; i < g->rank; i++)
+    t.axes[i] = chance(g, 20) ? (fz_axis){.kind = FZ_AXIS_BROADCAST,
+                                          .extent = fz_const_extent(1)}
+                              : (fz_axis){.kind = FZ_AXIS_ITER,
+                                          .extent = g->ext[i]};
+  fz_attrs at = {.shape = &t};
+  fz_value *ops[2] = {lit_int(g, (int64_t)below(g, 1 << 30) * 4099 - 12345),
+                      lit_int(g, chance(g, 50) ? below(g, 4)
+                                               : (int64_t)below(g, 1 << 30)
+                                                     << 20)};
+  fz_value *r =
+      mk(g, chance(g, 70) ? FZ_OP_RAND : FZ_OP_RANDN, 2, ops, &at);
+  if (!r)
+    return NULL;
+  set_base_identity(g, r);
+  return tame(g, r); /* randn reaches 9 */
+}
+
+/* iota along one base axis, full of a base-like shape, a random draw, or
+ * a symbol read added to a value. */
 static fz_value *act_generator(gen *g) {
   if (chance(g, 25))
     return symbol_sum(g);
+  if (chance(g, 25))
+    return random_draw(g);
   if (chance(g, 50)) {
     int i = below(g, g->rank);
     fz_dtype d = random_dtype(g, false);

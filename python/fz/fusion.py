@@ -511,6 +511,21 @@ class FusionDefinition:
                 total[k] = total.get(k, 0) + v
         return total
 
+    def check(self):
+        """Waits for this definition's kernels on the current stream and
+        raises FzError (FZ_ERR_INVALID) if one of them met a gather index
+        out of range ("%p = gather: index 17 is out of range [0, 16) of
+        axis 1 of %x"). Without it, the next execute raises once the GPU
+        has passed the bad call (fz_executor_check)."""
+        import torch
+        lib = _lib.lib()
+        err = _lib.Error()
+        for (_, dev), b in list(self._built.items()):
+            stream = torch.cuda.current_stream(dev).cuda_stream
+            if lib.fz_executor_check(b.executor, stream,
+                                     ctypes.byref(err)) != _lib.FZ_OK:
+                _lib.raise_error(err, "fusion %s" % self.name)
+
     def last_plan(self):
         """The kernel plan of the last run (fz_executor_last_plan)."""
         if not self._last:

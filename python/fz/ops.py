@@ -379,6 +379,24 @@ class Ops:
     max = amax
     min = amin
 
+    def argmax(self, x, dim=None, keepdim=False):
+        """torch.argmax: the i64 position of the greatest element along
+        `dim`, or (dim=None) the flat row-major index over every axis;
+        ties and NaN go to the first position."""
+        return self._arg_reduce("argmax", x, dim, keepdim)
+
+    def argmin(self, x, dim=None, keepdim=False):
+        """torch.argmin, as argmax with the least element."""
+        return self._arg_reduce("argmin", x, dim, keepdim)
+
+    def _arg_reduce(self, op, x, dim, keepdim):
+        if dim is not None and not isinstance(dim, int):
+            raise ValueError("%s: dim must be an int or None, not %r"
+                             % (op, dim))
+        # dim=None: every axis (a rank-0 operand's position is 0)
+        dims = list(range(x.ndim)) if dim is None else [dim]
+        return self._reduce(op, x, dims, keepdim)
+
     def mean(self, x, dims=None, keepdim=False):
         """sum / (number of elements reduced), as torch.mean. The count is
         the product of the reduced extents: constants multiply into one
@@ -424,6 +442,50 @@ class Ops:
                 b.fusion, b"div", 2, _lib.pointers([b.values[s.index], count]),
                 err)
         return fd._record(s.ndim, "mean", build)
+
+    # -- moments: var and mean from one Welford state
+
+    def _moment_dims(self, x, dims, op):
+        if isinstance(dims, int):
+            dims = [dims]
+        if x.ndim == 0:  # as torch: 0 and -1 name a scalar
+            dims = list(dims or [])
+            if len(dims) > 1 or any(d not in (0, -1) for d in dims):
+                raise ValueError("%s: dims %r do not fit a rank-0 tensor"
+                                 % (op, dims))
+            return dims
+        if not dims:  # None or []: every axis, as torch.var
+            return list(range(x.ndim))
+        return _norm_dims(dims, x.ndim, op)
+
+    def var(self, x, dims=None, correction=1, keepdim=False):
+        """torch.var(x, dims, correction=correction, keepdim=keepdim):
+        the squared distances from the mean summed, over max(0, count -
+        correction). Floating-point tensors only; f16 and bf16 compute in
+        f32. The count is counted at run time, so sizes may be symbolic."""
+        dims = self._moment_dims(x, dims, "var")
+        ndim = x.ndim if keepdim or not x.ndim else x.ndim - len(dims)
+        correction = float(correction)
+
+        def build(b):
+            return b.lib.fz_build_var(
+                b.fusion, b.value(x), len(dims), _lib.ints(dims), correction,
+                keepdim, ctypes.byref(b.err))
+        return self._fd._record(ndim, "var", build)
+
+    def var_mean(self, x, dims=None, correction=1, keepdim=False):
+        """(var, mean), as torch.var_mean: the two are computed from one
+        Welford state in one pass over x (the `mean` reduction, not
+        sum / count)."""
+        dims = self._moment_dims(x, dims, "var_mean")
+        v = self.var(x, dims, correction, keepdim)
+        ndim = x.ndim if keepdim or not x.ndim else x.ndim - len(dims)
+
+        def build(b):
+            return b.lib.fz_build_reduction(
+                b.fusion, b"mean", b.value(x), len(dims), _lib.ints(dims),
+                keepdim, ctypes.byref(b.err))
+        return v, self._fd._record(ndim, "mean", build)
 
     # -- casts and shape ops
 
@@ -564,6 +626,135 @@ class Ops:
                                        ctypes.byref(b.err))
         return self._fd._record(1, "iota", build)
 
+    # -- random numbers (docs/format.md, "rand and randn")
+
+    def _random(self, op, shape, dtype, seed, offset, like=None):
+        """rand/randn of `shape`; dtype None takes f64 for an f64 `like`
+        and f32 otherwise (dropout's draw)."""
+        fd = self._fd
+        for x in (seed, offset):
+            if isinstance(x, Tensor):
+                if x.fd is not fd or x.ndim != 0:
+                    raise ValueError("%s: seed and offset must be i64 scalars "
+                                     "of this FusionDefinition or ints" % op)
+            elif not isinstance(x, int) or isinstance(x, bool):
+                raise TypeError("%s: seed and offset must be i64 scalars or "
+                                "ints, not %r" % (op, x))
+        shape = list(shape)
+        code = None if dtype is None else _dtype_code(dtype)
+
+        def build(b):
+            c = code
+            if c is None:
+                f64 = _lib.DTYPES["f64"][0]
+                c = f64 if b.lib.fz_value_dtype(b.values[like.index]) == f64 \
+                    else _lib.DTYPES["f32"][0]
+            codes, names = b.extents(shape, op)
+            return b.lib.fz_build_random(
+                b.fusion, op.encode(), c, len(codes), _lib.int64s(codes),
+                _lib.strings(names), b.value(seed), b.value(offset),
+                ctypes.byref(b.err))
+        return fd._record(len(shape), op, build)
+
+    def rand(self, shape, dtype="f32", seed=0, offset=0):
+        """Uniform in [0, 1): element i (row-major) depends only on
+        (seed, offset, i); seed and offset are i64 scalar tensors or ints.
+        The stream is fz's own (Philox4x32-10), not torch's."""
+        return self._random("rand", shape, dtype, seed, offset)
+
+    def randn(self, shape, dtype="f32", seed=0, offset=0):
+        """Standard normal, by Box-Muller on rand's words; as rand."""
+        return self._random("randn", shape, dtype, seed, offset)
+
+    def dropout(self, x, p, seed, offset):
+        """(out, mask) of dropout in training: mask = rand < 1 - p (rand
+        in f32, f64 for an f64 x), out = where(mask, x / (1 - p), 0). As
+        torch.nn.functional.dropout: p = 0 returns x unchanged (mask all
+        true), p = 1 returns x * 0 (mask all false)."""
+        if not isinstance(x, Tensor) or x.fd is not self._fd:
+            raise ValueError("dropout: x must be a tensor of this "
+                             "FusionDefinition")
+        p = float(p)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError("dropout probability has to be between 0 and 1, "
+                             "but got %r" % p)
+        if p == 0.0:
+            return self.set(x), self.full(x.shape, True, "bool")
+        if p == 1.0:
+            return self.mul(x, 0.0), self.full(x.shape, False, "bool")
+        u = self._random("rand", x.shape, None, seed, offset, like=x)
+        keep = self.lt(u, 1.0 - p)
+        return self.where(keep, self.div(x, 1.0 - p), 0.0), keep
+
+    # -- indexing
+
+    def _index(self, op, x, index, dim, ndim):
+        def build(b):
+            return b.lib.fz_build_gather(b.fusion, op.encode(), b.value(x),
+                                         b.value(index), dim,
+                                         ctypes.byref(b.err))
+        return self._fd._record(ndim, op, build)
+
+    def gather(self, x, dim, index):
+        """torch.gather(x, dim, index): index (i64 or i32) has x's rank and
+        is the result's shape; its sizes along the other axes must equal
+        x's (fz reads them at the result's coordinate). An index out of
+        range raises at the next call or at FusionDefinition.check()."""
+        if index.ndim != x.ndim:
+            raise ValueError("gather: index has rank %d, input rank %d"
+                             % (index.ndim, x.ndim))
+        dim = _norm_dims([dim], x.ndim, "gather")[0]
+        return self._index("gather", x, index, dim, x.ndim)
+
+    def take_along_dim(self, x, index, dim):
+        """torch.take_along_dim(x, index, dim): a gather after x and index
+        are broadcast against each other along every axis but dim (a size-1
+        axis of one stretches to the other's size)."""
+        if index.ndim != x.ndim:
+            raise ValueError("take_along_dim: index has rank %d, input rank "
+                             "%d" % (index.ndim, x.ndim))
+        dim = _norm_dims([dim], x.ndim, "take_along_dim")[0]
+
+        def stretch(b, v, other, axes):
+            codes, names = [], []
+            for a in range(x.ndim):
+                if a in axes:
+                    c, n, _ = b.axis(other, a)
+                else:
+                    c, n = _lib.FZ_EXTENT_SYMBOL, None
+                codes.append(c)
+                names.append(n)
+            return b.check(b.lib.fz_build_expand(
+                b.fusion, v, _lib.int64s(codes), _lib.strings(names),
+                ctypes.byref(b.err)), "take_along_dim")
+
+        def build(b):
+            xv, iv = b.value(x), b.value(index)
+            grow_x, grow_i = [], []
+            for a in range(x.ndim):
+                if a == dim:
+                    continue
+                xb, ib = b.axis(xv, a)[2], b.axis(iv, a)[2]
+                if xb and not ib:
+                    grow_x.append(a)
+                elif ib and not xb:
+                    grow_i.append(a)
+            if grow_x:
+                xv = stretch(b, xv, iv, grow_x)
+            if grow_i:
+                iv = stretch(b, iv, xv, grow_i)
+            return b.lib.fz_build_gather(b.fusion, b"gather", xv, iv, dim,
+                                         ctypes.byref(b.err))
+        return self._fd._record(x.ndim, "take_along_dim", build)
+
+    def index_select(self, x, dim, index):
+        """torch.index_select(x, dim, index): a 1-D index (i64 or i32)
+        selects along dim."""
+        if index.ndim != 1:
+            raise ValueError("index_select: index must be 1-D, not rank %d"
+                             % index.ndim)
+        dim = _norm_dims([dim], x.ndim, "index_select")[0]
+        return self._index("index_select", x, index, dim, x.ndim)
     # -- resize ops, PyTorch's semantics: indices are normalized here
     # (negative ones count from the end, out-of-range ones clamp, as
     # x[a:b:c] does), and cat promotes its operands' dtypes as torch.cat

@@ -194,8 +194,9 @@ def test_layer_norm_forward():
     t, text = build(g, [x, w], [y, mean, rstd])
     assert t.out_plan == [("fz", 0), ("fz", 1), ("fz", 2)], t.out_plan
     assert [i.index for i in t.fz_inputs] == [0, 1]
-    for op in ("sum", "rsqrt", "sub", "mul", "broadcast"):
+    for op in ("var", "mean", "rsqrt", "sub", "mul", "broadcast"):
         assert op in text, (op, text)
+    assert "correction(0)" in text and " sum " not in text, text
     assert "f32[4, 8]" in text and "b1" in text, text
 
 
@@ -286,6 +287,46 @@ def test_symbol_bound_by_a_later_input():
     assert "b1->s0" in text, text
 
 
+def test_var_mean_over_run_time_sizes():
+    # the count of a var with correction 1 over s1 is a run-time value:
+    # one var and one mean reduction, no literal count, no sum
+    s0, s1 = SymInt(Expr("s0", True), 5), SymInt(Expr("s1", True), 7)
+    g = Graph()
+    x = g.input("x", Fake([s0, s1]))
+    vm = g.call("aten.var_mean.correction", (x, [1]),
+                (Fake([s0]), Fake([s0])), correction=1)
+    var = g.call(operator.getitem, (vm, 0), Fake([s0]))
+    mean = g.call(operator.getitem, (vm, 1), Fake([s0]))
+    v2 = g.call("aten.var.correction", (x, [0]), Fake([s1]), correction=2.5,
+                keepdim=False)
+    g.use(var, mean, v2)
+    t, text = build(g, [x], [var, mean, v2])
+    assert " = var %" in text and " = mean %" in text, text
+    assert "correction(1)" in text and "correction(2.5)" in text, text
+    assert " sum " not in text and "f32[s0, s1]" in text, text
+
+
+def test_gather_and_index_select():
+    g = Graph()
+    x = g.input("x", Fake([4, 8]))
+    i = g.input("i", Fake([4, 1], I64))
+    j = g.input("j", Fake([3], I64))
+    gx = g.call("aten.gather.default", (x, 1, i), Fake([4, 1]))
+    sx = g.call("aten.index_select.default", (x, -1, j), Fake([4, 3]))
+    small = g.call("aten.gather.default", (x, 1, j), Fake([3]))
+    assert node_support(gx) is None, node_support(gx)
+    assert node_support(sx) is None, node_support(sx)
+    assert "rank" in node_support(small), node_support(small)
+    fi = g.input("fi", Fake([4, 1]))
+    bad = g.call("aten.gather.default", (x, 1, fi), Fake([4, 1]))
+    assert "indices" in node_support(bad), node_support(bad)
+    g.nodes = [n for n in g.nodes if n not in (small, bad)]
+    g.use(gx, sx)
+    t, text = build(g, [x, i, j], [gx, sx])
+    assert "gather %" in text and "dims(1)" in text, text
+    assert "index_select %" in text, text
+
+
 def test_unsupported():
     g = Graph()
     x = g.input("x", Fake([4, 8]))
@@ -302,6 +343,28 @@ def test_unsupported():
     assert "devices" in node_support(cp), node_support(cp)
     var = g.call("aten.var.correction", (i, [1]), Fake([4], F32))
     assert "integers" in node_support(var)
+
+
+def test_argmax_argmin():
+    g = Graph()
+    x = g.input("x", Fake([4, 8]))
+    e = g.call("aten.exp.default", (x,), Fake([4, 8]))
+    a = g.call("aten.argmax.default", (e, -1), Fake([4], I64))
+    b = g.call("aten.argmin.default", (x, 0, True), Fake([1, 8], I64))
+    c = g.call("aten.argmax.default", (x,), Fake([], I64))
+    for n in (a, b, c):
+        assert node_support(n) is None, (n.target, node_support(n))
+    g.use(a, b, c)
+    t, text = build(g, [x], [a, b, c])
+    assert "= argmax %1 dims(1) : i64[4]" in text, text
+    assert "= argmin %0 dims(0) keepdim : i64[b1, 8]" in text, text
+    assert "= argmax %0 dims(0, 1) : i64 " in text, text
+    flag = g.input("flag", Fake([4], BOOL))
+    bad = g.call("aten.argmax.default", (flag, 0), Fake([], I64))
+    assert "bool" in node_support(bad), node_support(bad)
+    s = g.input("s", Fake([]))
+    zero = g.call("aten.argmin.default", (s,), Fake([], I64))
+    assert "rank-0" in node_support(zero), node_support(zero)
 
 
 def test_views_only_group_is_refused():

@@ -476,6 +476,32 @@ START_TEST(transpose_without_tiles) {
 }
 END_TEST
 
+/* A RANDOM node draws rand or randn in a float dtype from two i64 nodes. */
+START_TEST(random_node_rules) {
+  static const char *text = "fusion @r(%seed: i64, %x: f32[M, N]) {\n"
+                            "  %u = rand %seed, 3 : f32[M, N]\n"
+                            "  %y = mul %x, %u : f32[M, N]\n"
+                            "  %s = sum %y dims(1) : f32[M]\n"
+                            "  return %s\n"
+                            "}\n";
+  scheduled s;
+  fz_plan *p = schedule(&s, text, "M=64,N=1000");
+  verifies(p);
+  int r = find_node(p, FZ_NODE_RANDOM, 0);
+  ck_assert_int_ge(r, 0);
+  fz_plan_node kept = p->nodes[r];
+  p->nodes[r].code = FZ_OP_ADD;
+  refused(p, "is not rand or randn", NULL);
+  p->nodes[r] = kept;
+  p->nodes[r].dtype = FZ_I32;
+  refused(p, "is not a float with 2 operands", NULL);
+  p->nodes[r] = kept;
+  p->nodes[kept.operands[1]].dtype = FZ_I32;
+  refused(p, "operand 1", "is not an i64");
+  scheduled_free(&s);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("plan_verify");
   TCase *hand = tcase_create("by_hand");
@@ -514,6 +540,7 @@ static Suite *make(void) {
   tcase_add_test(sched, column_reduce_in_its_operands_round);
   tcase_add_test(sched, tiled_output);
   tcase_add_test(sched, transpose_without_tiles);
+  tcase_add_test(sched, random_node_rules);
   suite_add_tcase(s, sched);
   return s;
 }

@@ -503,6 +503,30 @@ START_TEST(test_symbol_reads) {
 }
 END_TEST
 
+/* A var's correction travels with it into its segment (a batch norm's
+ * var_mean over the rows is a reduction kernel of its own). */
+START_TEST(test_var_correction_in_a_segment) {
+  fz_fusion *f = test_parse(
+      "fusion @bn(%x: f32[M, N]) {\n"
+      "  %v = var %x dims(0) keepdim correction(1.5) : f32[b1, N]\n"
+      "  %m = mean %x dims(0) keepdim : f32[b1, N]\n"
+      "  %me = expand %m : f32[b1->M, N]\n"
+      "  %xc = sub %x, %me : f32[M, N]\n"
+      "  %ve = add %v, 1.0e-5 : f32[b1, N]\n"
+      "  %r = rsqrt %ve : f32[b1, N]\n"
+      "  %re = expand %r : f32[b1->M, N]\n"
+      "  %y = mul %xc, %re : f32[M, N]\n"
+      "  return %y, %v\n"
+      "}\n");
+  int64_t big[2] = {4096, 64}, small[2] = {9, 5};
+  outcome r = segment_and_check(f, big, small, 13, "bn");
+  ck_assert_msg(r.status == FZ_OK, "%s", r.message);
+  ck_assert_int_eq(r.segments, 2);
+  free(r.printed);
+  fz_fusion_destroy(f);
+}
+END_TEST
+
 static char *read_file(const char *path) {
   FILE *fp = fopen(path, "rb");
   ck_assert_msg(fp != NULL, "cannot open %s", path);
@@ -674,6 +698,7 @@ static Suite *make(void) {
   tcase_add_test(t, test_outputs_used_inside_and_copies);
   tcase_add_test(t, test_two_reductions_scalars);
   tcase_add_test(t, test_symbol_reads);
+  tcase_add_test(t, test_var_correction_in_a_segment);
   tcase_add_test(t, test_einsum_example);
   tcase_add_test(t, test_errors);
   tcase_add_test(t, test_random_fusions);

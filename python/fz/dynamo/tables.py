@@ -76,6 +76,8 @@ BOOL_ONLY = {
 
 # Ops with their own translation in translate.py, by kind.
 SPECIAL = {
+    "aten.gather.default": "gather",
+    "aten.index_select.default": "index_select",
     "aten.rsub.Scalar": "rsub",
     "aten.rsub.Tensor": "rsub",
     "aten.where.self": "where",
@@ -94,6 +96,8 @@ SPECIAL = {
     "aten.prod.default": "prod",
     "aten.amax.default": "amax",
     "aten.amin.default": "amin",
+    "aten.argmax.default": "argmax",
+    "aten.argmin.default": "argmin",
     "aten.mean.dim": "mean",
     "aten.mean.default": "mean",
     "aten.var.correction": "var",

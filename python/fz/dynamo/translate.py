@@ -161,11 +161,20 @@ def _special_support(node, name, kind):
                     return "_to_copy to pinned memory"
             elif k not in ("dtype", "memory_format", "non_blocking"):
                 return "_to_copy with %s=%s" % (k, v)
+    if what in ("gather", "index_select"):
+        why = _index_support(node, what, first)
+        if why:
+            return why
     if what == "gelu" and kw.get("approximate", "none") not in ("none", "tanh"):
         return "gelu approximate=%s" % kw.get("approximate")
     if what in ("sum", "prod", "amax", "amin", "mean", "var", "var_mean"):
         if first is None or first.dim() == 0:
             return "%s of a rank-0 tensor" % what
+    if what in ("argmax", "argmin"):
+        if first is None or first.dim() == 0:
+            return "%s of a rank-0 tensor" % what
+        if tables.fz_dtype(first.dtype) == "bool":
+            return "%s of bool" % what  # ATen refuses it too
     if what in ("var", "var_mean"):
         if first is not None and tables.fz_dtype(first.dtype) not in (
                 "f64", "f32", "f16", "bf16"):
@@ -177,6 +186,30 @@ def _special_support(node, name, kind):
             return "%s on another device" % what
         if kw.get("layout") not in (None,) and str(kw.get("layout")) != "torch.strided":
             return "%s with layout %s" % (what, kw.get("layout"))
+    return None
+
+
+def _index_support(node, what, first):
+    """gather and index_select as fz has them: i64 or i32 indices; gather's
+    index as large as the input along the other axes (fz reads them at the
+    result's coordinate), index_select's 1-D."""
+    index = meta_val(node.args[2]) if len(node.args) > 2 and hasattr(
+        node.args[2], "meta") else None
+    if first is None or index is None or first.dim() == 0:
+        return "%s of a rank-0 tensor or without an index tensor" % what
+    if tables.fz_dtype(index.dtype) not in ("i64", "i32"):
+        return "%s with %s indices" % (what, index.dtype)
+    if node.kwargs.get("sparse_grad"):
+        return "gather with sparse_grad"
+    dim = node.args[1] % first.dim()
+    if what == "index_select":
+        return None if index.dim() == 1 else "index_select of a 0-d index"
+    if index.dim() != first.dim():
+        return "gather with an index of another rank"
+    for k in range(first.dim()):
+        if k != dim and size_key(index.shape[k]) != size_key(first.shape[k]):
+            return "gather with an index smaller than the input along " \
+                   "axis %d" % k
     return None
 
 
@@ -405,6 +438,16 @@ class Translation:
             return tuple(self.coerce(t, v.dtype) for t, v in zip(r, out))
         return self.coerce(r, out.dtype)
 
+    def _gather(self, node, out):
+        dim = node.args[1] % out.dim()
+        return self.ops.gather(self.operand(node.args[0]), dim,
+                               self.operand(node.args[2]))
+
+    def _index_select(self, node, out):
+        dim = node.args[1] % out.dim()
+        return self.ops.index_select(self.operand(node.args[0]), dim,
+                                     self.operand(node.args[2]))
+
     def _rsub(self, node, out):
         a = self.operand(node.args[0])
         b = self.operand(node.args[1])
@@ -502,6 +545,18 @@ class Translation:
     def _amin(self, node, out):
         return self._reduce("amin", node, out)
 
+    def _arg_reduce(self, op, node):
+        """aten.argmax/argmin(self, dim=None, keepdim=False)."""
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        return getattr(self.ops, op)(self.operand(node.args[0]), dim=dim,
+                                     keepdim=self._keepdim(node))
+
+    def _argmax(self, node, out):
+        return self._arg_reduce("argmax", node)
+
+    def _argmin(self, node, out):
+        return self._arg_reduce("argmin", node)
+
     def _wide(self, node):
         """The operand in the dtype ATen accumulates it in (f32 for
         f16/bf16)."""
@@ -509,16 +564,6 @@ class Translation:
         if tables.fz_dtype(meta_val(node.args[0]).dtype) in ("f16", "bf16"):
             x = self.ops.cast(x, "f32")
         return x
-
-    def _count(self, node, dims):
-        """The number of elements the dims hold, when static."""
-        n = 1
-        for d in dims:
-            key = size_key(meta_val(node.args[0]).shape[d])
-            if key[0] != "c":
-                return None
-            n *= key[1]
-        return n
 
     def _mean(self, node, out):
         if str(node.target).endswith(".default"):
@@ -530,38 +575,24 @@ class Translation:
             x = self.ops.cast(x, tables.fz_dtype(out.dtype))
         return self.ops.mean(x, dims, keepdim)
 
-    def _centered_squares(self, node, dims):
-        x = self._wide(node)
-        m = self.ops.mean(x, dims, True)
-        d = x - m
-        return d * d, m
-
     def _correction(self, node):
         c = node.kwargs.get("correction")
         return 1 if c is None else c
 
-    def _variance(self, node, dims, keepdim, squares):
-        c = self._correction(node)
-        if c == 0:
-            return self.ops.mean(squares, dims, keepdim)
-        n = self._count(node, dims)
-        if n is None:
-            raise Unsupported("variance with correction %s over run-time "
-                              "sizes" % c)
-        return self.ops.sum(squares, dims=dims, keepdim=keepdim) / max(n - c, 0)
+    # var and var_mean: fz's var and mean reductions, one Welford state
+    # for both, their count taken at run time (any size, symbolic too).
+    # The operand keeps its dtype: f16/bf16 compute in f32 inside, and
+    # the results have the operand's dtype, as ATen's.
 
     def _var(self, node, out):
-        dims, keepdim = self._dims(node), self._keepdim(node,
-                                                        position=99)
-        squares, _ = self._centered_squares(node, dims)
-        return self._variance(node, dims, keepdim, squares)
+        dims, keepdim = self._dims(node), self._keepdim(node, position=99)
+        return self.ops.var(self.operand(node.args[0]), dims,
+                            self._correction(node), keepdim)
 
     def _var_mean(self, node, out):
         dims, keepdim = self._dims(node), self._keepdim(node, position=99)
-        squares, m = self._centered_squares(node, dims)
-        var = self._variance(node, dims, keepdim, squares)
-        mean = m if keepdim else self.ops.squeeze(m, dims)
-        return var, mean
+        return self.ops.var_mean(self.operand(node.args[0]), dims,
+                                 self._correction(node), keepdim)
 
     # shapes
 

@@ -181,6 +181,36 @@ static fz_device fake_device(void) {
   return d;
 }
 
+/* Clusters (CUDA 12 drivers): what cuLaunchKernelEx and
+ * cuOccupancyMaxActiveClusters were given. */
+static struct {
+  int launches, occupancy_calls;
+  CUlaunchConfig config;
+  CUlaunchAttribute attr;
+} fake_clusters;
+
+static void record_config(const CUlaunchConfig *c) {
+  fake_clusters.config = *c;
+  if (c->numAttrs == 1)
+    fake_clusters.attr = c->attrs[0];
+  fake_clusters.config.attrs = NULL;
+}
+
+static CUresult fake_launch_ex(const CUlaunchConfig *c, CUfunction f,
+                               void **params, void **extra) {
+  fake_clusters.launches++;
+  record_config(c);
+  return fake.launch_result;
+}
+
+static CUresult fake_max_clusters(int *n, CUfunction f,
+                                  const CUlaunchConfig *c) {
+  fake_clusters.occupancy_calls++;
+  record_config(c);
+  *n = 16;
+  return CUDA_SUCCESS;
+}
+
 /* ---- without a GPU ------------------------------------------------------ */
 
 START_TEST(test_bind_missing_library) {
@@ -362,6 +392,71 @@ START_TEST(test_launch_opts_in_to_shared_memory_once) {
 }
 END_TEST
 
+START_TEST(test_cluster_launch) {
+  fz_device d = fake_device();
+  memset(&fake_clusters, 0, sizeof fake_clusters);
+  fz_cuda cu = fake_cu;
+  d.cu = &cu;
+  d.props.sm = 90;
+  fz_module *m = NULL;
+  fz_error err = {0};
+  ck_assert_int_eq(fz_module_load(&d, "good ptx", "k", &m, &err), FZ_OK);
+  unsigned grid[3] = {64, 1, 1}, block[3] = {512, 1, 1};
+  int clusters = -1;
+
+  /* a driver without the CUDA 12 entries: refused, and said why */
+  ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 8,
+                                            &err),
+                   FZ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(err.message, "cuLaunchKernelEx"), "message: %s",
+                err.message);
+  ck_assert_int_eq(
+      fz_module_cluster_occupancy(m, 512, 0, 8, &clusters, &err),
+      FZ_ERR_UNSUPPORTED);
+  ck_assert_int_eq(clusters, 0);
+
+  cu.cuLaunchKernelEx = fake_launch_ex;
+  cu.cuOccupancyMaxActiveClusters = fake_max_clusters;
+  ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 8,
+                                            &err),
+                   FZ_OK);
+  ck_assert_int_eq(fake_clusters.launches, 1);
+  ck_assert_int_eq(fake.launches, 0);
+  ck_assert_uint_eq(fake_clusters.config.gridDimX, 64);
+  ck_assert_uint_eq(fake_clusters.config.blockDimX, 512);
+  ck_assert_uint_eq(fake_clusters.config.numAttrs, 1);
+  ck_assert_int_eq(fake_clusters.attr.id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  ck_assert_uint_eq(fake_clusters.attr.value.clusterDim.x, 8);
+  ck_assert_uint_eq(fake_clusters.attr.value.clusterDim.y, 1);
+  ck_assert_uint_eq(fake_clusters.attr.value.clusterDim.z, 1);
+
+  ck_assert_int_eq(
+      fz_module_cluster_occupancy(m, 512, 0, 8, &clusters, &err), FZ_OK);
+  ck_assert_int_eq(clusters, 16);
+  ck_assert_uint_eq(fake_clusters.config.gridDimX, 8);
+  ck_assert_uint_eq(fake_clusters.attr.value.clusterDim.x, 8);
+
+  fake.launch_result = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 8,
+                                            &err),
+                   FZ_ERR_CUDA);
+  ck_assert_msg(strstr(err.message, "cuLaunchKernelEx(k, grid 64x1x1, block "
+                                    "512x1x1, cluster 8"),
+                "message: %s", err.message);
+
+  /* a device without clusters: refused before the driver sees it */
+  d.props.sm = 80;
+  fake.launch_result = CUDA_SUCCESS;
+  ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 8,
+                                            &err),
+                   FZ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(err.message, "Fake GPU (sm_80)"), "message: %s",
+                err.message);
+  ck_assert_int_eq(fake_clusters.launches, 2);
+  fz_module_unload(m);
+}
+END_TEST
+
 START_TEST(test_alloc_and_free_edges) {
   fz_device d = fake_device();
   fz_error err = {0};
@@ -399,6 +494,7 @@ static Suite *host_suite(void) {
   tcase_add_test(tc, test_module_load_reports_jit_log);
   tcase_add_test(tc, test_module_load_reads_attributes);
   tcase_add_test(tc, test_launch_opts_in_to_shared_memory_once);
+  tcase_add_test(tc, test_cluster_launch);
   tcase_add_test(tc, test_alloc_and_free_edges);
   suite_add_tcase(s, tc);
   return s;

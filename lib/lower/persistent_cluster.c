@@ -1,0 +1,156 @@
+/* persistent_cluster.c - a row shared by the blocks of a thread-block
+ * cluster (plan->cluster, sm_90): their row reductions meet through
+ * distributed shared memory.
+ *
+ * Each block holds its share of the row (persistent.c, with row_tx and
+ * row_threads spanning the cluster) and combines its threads' partials
+ * as any persistent block does; then, per round:
+ *   1. thread 0 writes the block's partial of each of the round's row
+ *      REDUCE nodes to its slot in its own shared memory;
+ *   2. barrier.cluster.arrive (release) and barrier.cluster.wait
+ *      (acquire): every block's slots are written and visible;
+ *   3. lane l of every warp reads block (l mod c)'s slot (mapa: the
+ *      generic address of the same slot in that block's shared memory,
+ *      one address a thread, computed once) and a butterfly over c lanes
+ *      combines them: the same tree on the same values in every warp of
+ *      every block, so that every thread of the cluster gets the same bits
+ *      and the result does not depend on timing.
+ * The slots have two halves, alternating from round to round (and on
+ * across rows): a block writes a half again only two rounds later, after
+ * the next round's barrier, which no block passes before every block has
+ * read the half (the release of arrive orders a block's earlier reads
+ * too). So one cluster barrier a round is enough.
+ * The kernel traps unless it is launched in clusters of plan->cluster
+ * blocks, and ends with one more cluster barrier: a block's shared memory
+ * must outlive every read of it from the other blocks.
+ */
+#include "persistent.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static LLVMValueRef i32c(fz_emit *e, unsigned v) {
+  return LLVMConstInt(e->t_i32, v, 0);
+}
+
+/* The row REDUCE nodes of the plan: at least as many as a round has. */
+static int row_reduces(const fz_plan *p) {
+  int n = 0;
+  for (int i = 0; i < p->num_nodes; i++)
+    n += p->nodes[i].kind == FZ_NODE_REDUCE &&
+         p->nodes[i].space == FZ_SPACE_ROW;
+  return n ? n : 1;
+}
+
+/* Blocks of at most 512 threads were sized to share an SM two at a time
+ * (lib/sched/persistent_cluster.c): ptxas is told so (.minnctapersm 2),
+ * which keeps it to 64 registers a thread. */
+static void two_blocks_an_sm(fz_emit *e) {
+  const char *key = "minctasm";
+  LLVMMetadataRef md[3] = {
+      LLVMValueAsMetadata(e->fn),
+      LLVMMDStringInContext2(e->ctx, key, strlen(key)),
+      LLVMValueAsMetadata(LLVMConstInt(e->t_i32, 2, 0))};
+  LLVMAddNamedMetadataOperand(
+      e->mod, "nvvm.annotations",
+      LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, md, 3)));
+}
+
+bool fz_pers_cluster_entry(pers *s) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  if (p->threads <= 512)
+    two_blocks_an_sm(e);
+  LLVMValueRef size = fz_emit_sreg(e, "cluster.nctarank");
+  s->cl_rank = fz_emit_sreg(e, "cluster.ctarank");
+  if (!size || !s->cl_rank)
+    return false;
+  fz_set_name(s->cl_rank, "cluster.rank");
+  LLVMValueRef bad =
+      LLVMBuildICmp(b, LLVMIntNE, size, i32c(e, (unsigned)p->cluster), "");
+  if (!fz_pers_trap_if(s, bad, "cluster"))
+    return false;
+  LLVMValueRef first = LLVMBuildNUWMul(
+      b, LLVMBuildZExt(b, s->cl_rank, e->t_idx, ""),
+      fz_kernel_idx(k, p->block_x), "");
+  s->row_tx = LLVMBuildNUWAdd(b, first, s->tx, "row.tx");
+  s->row_threads = p->cluster * p->block_x;
+
+  /* two halves of 8-byte slots, one per row REDUCE node */
+  LLVMTypeRef t = LLVMArrayType2(e->t_i64, 2 * (uint64_t)row_reduces(p));
+  s->cl_slots = LLVMAddGlobalInAddressSpace(e->mod, t, "fz_cluster_slots", 3);
+  LLVMSetLinkage(s->cl_slots, LLVMInternalLinkage);
+  LLVMSetInitializer(s->cl_slots, LLVMGetUndef(t));
+  LLVMSetAlignment(s->cl_slots, 8);
+  s->cl_parity = fz_pers_entry_alloca(s, e->t_i32, "cluster.half");
+  LLVMBuildStore(b, i32c(e, 0), s->cl_parity);
+  /* the slots of block (lane mod c), where this thread reads */
+  LLVMValueRef from =
+      LLVMBuildAnd(b, s->bs.tid, i32c(e, (unsigned)p->cluster - 1), "");
+  LLVMValueRef args[2] = {
+      LLVMBuildAddrSpaceCast(b, s->cl_slots,
+                             LLVMPointerTypeInContext(e->ctx, 0), ""),
+      from};
+  s->cl_remote = fz_emit_intrinsic(e, "llvm.nvvm.mapa", NULL, 0, args, 2);
+  fz_set_name(s->cl_remote, "cluster.remote");
+  return !e->failed;
+}
+
+static void cluster_barrier(fz_emit *e) {
+  fz_emit_intrinsic(e, "llvm.nvvm.barrier.cluster.arrive", NULL, 0, NULL, 0);
+  fz_emit_intrinsic(e, "llvm.nvvm.barrier.cluster.wait", NULL, 0, NULL, 0);
+}
+
+bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,
+                             LLVMValueRef *vals) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  int slots = row_reduces(p);
+  if (rs->count > slots)
+    return fz_emit_fail(e, FZ_ERR_INTERNAL,
+                        "%d row reductions in a round, %d cluster slots",
+                        rs->count, slots),
+           false;
+  /* this round's half */
+  LLVMValueRef half = LLVMBuildLoad2(b, e->t_i32, s->cl_parity, "");
+  LLVMBuildStore(b, LLVMBuildXor(b, half, i32c(e, 1), ""), s->cl_parity);
+  LLVMValueRef first =
+      LLVMBuildMul(b, half, i32c(e, (unsigned)slots), "cluster.first");
+  LLVMValueRef own[FZ_LOWER_MAX_COLUMNS];
+  for (int r = 0; r < rs->count; r++) {
+    LLVMValueRef at = LLVMBuildAdd(b, first, i32c(e, (unsigned)r), "");
+    own[r] = LLVMBuildInBoundsGEP2(b, e->t_i64, s->cl_slots, &at, 1, "");
+  }
+
+  fz_if lead;
+  fz_if_begin(e, &lead, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tx, i32c(e, 0), ""),
+              "cluster.publish");
+  for (int r = 0; r < rs->count; r++)
+    LLVMBuildStore(b, vals[r], own[r]);
+  fz_if_end(e, &lead);
+  cluster_barrier(e);
+
+  for (int r = 0; r < rs->count; r++) {
+    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
+    LLVMValueRef at = LLVMBuildAdd(b, first, i32c(e, (unsigned)r), "");
+    LLVMValueRef slot =
+        LLVMBuildInBoundsGEP2(b, e->t_i64, s->cl_remote, &at, 1, "");
+    char name[32];
+    snprintf(name, sizeof name, "cluster.r%d", r);
+    LLVMValueRef v = LLVMBuildLoad2(b, t, slot, name);
+    for (int w = 1; w < p->cluster && v; w *= 2) {
+      LLVMValueRef other = fz_emit_shfl_bfly(e, v, w, 0xffffffffu);
+      v = other ? fz_reduce_combine(e, rs->code[r], rs->acc[r], v, other)
+                : NULL;
+    }
+    if (!v)
+      return false;
+    vals[r] = v;
+  }
+  return !e->failed;
+}
+
+void fz_pers_cluster_exit(pers *s) { cluster_barrier(&s->k->e); }

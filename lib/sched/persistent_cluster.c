@@ -1,0 +1,111 @@
+/* persistent_cluster.c - rows too long for one SM, held by a cluster.
+ *
+ * One SM has 64K 32-bit registers; a block that holds a row keeps it
+ * there, so a row of more than about 32K held values (half the register
+ * file, the rest for addresses and temporaries) either spills (a block of
+ * 1024 threads gets at most 64 registers a thread) or is declined and
+ * split into kernels that round-trip f32 intermediates through memory.
+ * On sm_90 a thread-block cluster of c blocks, each on its own SM, can
+ * share the row instead: every block holds 1/c of it and a row reduction
+ * meets across the cluster through distributed shared memory
+ * (lib/lower/persistent_cluster.c), so the row is still read once and
+ * written once.
+ *
+ * Sizing: a thread holds at most FZ_CLUSTER_THREAD_VALUES values (so that
+ * they stay in registers). The smallest cluster whose blocks of at most
+ * 512 threads hold the row wins: at most 16K values a block, so that two
+ * blocks share an SM and one loads its row while the other reduces; else
+ * the smallest with blocks of 1024 threads (one block an SM); else no
+ * cluster (the row is sized for one block as before, or declined).
+ * The grid is a cluster a row, as the inner persistent plans have a block
+ * a row (a cluster that finishes its row frees its SMs for the next one,
+ * whose loads then overlap the others' reductions), up to
+ * FZ_CLUSTER_WAVES waves of resident clusters (num_sms / c, twice for
+ * blocks of at most 512 threads); beyond that clusters walk the rows.
+ */
+#include "sched/persistent_cluster.h"
+
+#include "sched/heuristics.h"
+
+enum { FZ_CLUSTER_THREAD_VALUES = 32, FZ_CLUSTER_WAVES = 8 };
+
+/* The fewest threads (a power of two from 128 to max_threads) that hold
+ * `groups` groups at most FZ_CLUSTER_THREAD_VALUES values a thread; 0
+ * when even max_threads do not. */
+static int threads_for(int64_t groups, int vector, int held,
+                       int max_threads) {
+  for (int bx = 128; bx <= max_threads; bx *= 2)
+    if (fz_cdiv(groups, bx) * vector * held <= FZ_CLUSTER_THREAD_VALUES)
+      return bx;
+  return 0;
+}
+
+bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
+                             fz_cluster_shape *out) {
+  *out = (fz_cluster_shape){0};
+  if (groups < 1 || vector < 1 || held < 1 ||
+      groups * vector * held <= FZ_CLUSTER_SM_VALUES)
+    return false;
+  for (int max_threads = 512; max_threads <= 1024; max_threads *= 2)
+    for (int c = 2; c <= FZ_PLAN_MAX_CLUSTER; c *= 2) {
+      int64_t per_block = fz_cdiv(groups, c);
+      int bx = threads_for(per_block, vector, held, max_threads);
+      if (!bx)
+        continue;
+      /* the kernel's guard holds by construction: (persistent - 1) * c *
+       * block_x < groups <= persistent * c * block_x */
+      *out = (fz_cluster_shape){c, bx, (int)fz_cdiv(groups, (int64_t)c * bx)};
+      return true;
+    }
+  return false;
+}
+
+/* The row tensors a thread holds through the rounds, in 32-bit
+ * registers a value (an 8-byte dtype counts twice): the loads that vary
+ * along the row and from row to row (a weight row, constant across rows,
+ * is loaded where it is used, after the reductions). */
+static int held_tensors(const fz_plan *p) {
+  int held = 0;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL)
+      continue;
+    bool along = false, across = false;
+    for (int k = 0; k < p->rank; k++) {
+      along |= p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
+      across |= !p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
+    }
+    if (along && across)
+      held += fz_dtype_size(p->accesses[n->access].dtype) > 4 ? 2 : 1;
+  }
+  return held ? held : 1;
+}
+
+bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
+                                int64_t groups) {
+  fz_cluster_shape sh;
+  int held = held_tensors(p);
+  if (pb->device.sm < 90 || p->kind != FZ_PLAN_INNER_PERSISTENT ||
+      !fz_cluster_shape_choose(groups, p->vector, held, &sh))
+    return false;
+  int64_t rows = fz_plan_rows(p);
+  int per_sm = sh.block_x <= 512 ? 2 : 1;
+  int64_t waves = (int64_t)pb->device.num_sms / sh.cluster * per_sm;
+  int64_t cap = (waves > 1 ? waves : 1) * FZ_CLUSTER_WAVES;
+  int64_t clusters = rows < cap ? rows : cap;
+  p->block_x = sh.block_x;
+  p->block_y = 1;
+  p->threads = sh.block_x;
+  p->persistent = sh.persistent;
+  p->unroll = 1;
+  p->split = 1;
+  p->cluster = sh.cluster;
+  p->grid_x = clusters * sh.cluster;
+  p->blocks = p->grid_x;
+  p->cooperative = false;
+  p->prefetch = false;
+  int64_t bound = rows + p->grid_x + fz_plan_row_points(p) +
+                  (int64_t)sh.cluster * sh.block_x * p->vector;
+  p->index32 = fz_plan_fits_int32(p, bound);
+  return true;
+}
