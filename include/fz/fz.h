@@ -667,6 +667,27 @@ fz_value *fz_build_nan_to_num(fz_fusion *fusion, fz_value *a, double nan,
  * (fz_interpret; fz_executor_check for kernels). */
 fz_value *fz_build_gather(fz_fusion *fusion, const char *op, fz_value *data,
                           fz_value *index, int dim, fz_error *err);
+/* The resize ops (docs/format.md, "Resize ops"), with fz_build's
+ * contract. fz_build_slice: per axis of a, the elements start,
+ * start + step, ... below stop, where 0 <= start <= stop <= the extent
+ * and step >= 1 (step NULL: all 1); stop FZ_SLICE_END takes the axis to
+ * its end, the only way a symbolic axis is sliced (with start 0, step 1).
+ * Negative and out-of-range indices are the caller's to normalize (the
+ * Python package does it as PyTorch does). fz_build_pad: low[k] and
+ * high[k] elements of `value` (converted to a's dtype as fz_build_full's
+ * value is) added before and after axis k; a negative width crops; an
+ * axis padded or cropped must have a constant extent. fz_build_cat:
+ * num_operands >= 1 tensors of one dtype and rank joined along `dim`
+ * (negative counts from the end), each of a constant extent along it and
+ * equal extents elsewhere. */
+#define FZ_SLICE_END INT64_MAX
+fz_value *fz_build_slice(fz_fusion *fusion, fz_value *a,
+                         const int64_t *start, const int64_t *stop,
+                         const int64_t *step, fz_error *err);
+fz_value *fz_build_pad(fz_fusion *fusion, fz_value *a, const int64_t *low,
+                       const int64_t *high, double value, fz_error *err);
+fz_value *fz_build_cat(fz_fusion *fusion, int num_operands,
+                       fz_value *const *operands, int dim, fz_error *err);
 
 /* Reading a fusion's interface. Out-of-range indices give NULL; none of
  * these fail otherwise. Returned strings belong to the fusion. */

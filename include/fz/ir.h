@@ -96,6 +96,9 @@ typedef enum fz_op_kind {
   FZ_KIND_SYMBOL,
   FZ_KIND_RANDOM,
   FZ_KIND_GATHER, /* gather, index_select: data, index; dims: the axis */
+  FZ_KIND_SLICE,
+  FZ_KIND_PAD,
+  FZ_KIND_CAT,
 } fz_op_kind;
 
 enum {
@@ -123,7 +126,7 @@ typedef enum fz_opcode {
 typedef struct fz_op_info {
   const char *name;
   fz_op_kind kind;
-  int arity;
+  int arity; /* -1: variadic (cat), at least one operand */
   unsigned flags;
 } fz_op_info;
 
@@ -291,10 +294,25 @@ fz_loc fz_error_loc(const fz_error *err);
  * ops without one. For errors that name a value. */
 fz_loc fz_value_loc(const fz_value *v);
 
+/* The per-axis attributes of the resize ops, indexed by operand axis.
+ * SLICE: the result takes elements start, start + step, ... below stop
+ * (0 <= start <= stop <= extent, step >= 1); stop is a constant or the
+ * axis's own symbol, which takes the axis to its end. PAD: low[k] and
+ * high[k] elements of the fill value are added before and after axis k;
+ * a negative width crops that many elements instead. */
+typedef struct fz_resize {
+  int64_t start[FZ_MAX_RANK];
+  fz_extent stop[FZ_MAX_RANK];
+  int64_t step[FZ_MAX_RANK];
+  int64_t low[FZ_MAX_RANK], high[FZ_MAX_RANK];
+} fz_resize;
+
 struct fz_op {
   fz_opcode code;
   int num_operands;
-  fz_value *operands[3];
+  /* An arena array of exactly num_operands values (more than three only
+   * for cat), allocated with the op by the builder. */
+  fz_value **operands;
   fz_value *result;
   /* REDUCTION: reduced axes; BROADCAST: positions of new axes in the
    * result; SQUEEZE: axes removed (each must be size 1). Sorted, unique. */
@@ -308,6 +326,8 @@ struct fz_op {
   int symbol;               /* SYMBOL: index into fusion->symbols */
   double correction;        /* VAR: divisor is max(0, count - correction) */
   fz_loc loc;
+  /* SLICE and PAD (PAD's value is `fill`); CAT's axis is dims[0] */
+  fz_resize resize;
 };
 
 struct fz_fusion {
@@ -430,6 +450,7 @@ typedef struct fz_attrs {
   fz_scalar iota_start, iota_step;
   bool has_iota_start, has_iota_step;
   int symbol; /* symbol: the index of the symbol read */
+  fz_resize resize; /* slice, pad (with `fill`); cat's axis is dims[0] */
   double correction; /* var: finite, >= 0 (zero-initialised: 0) */
 } fz_attrs;
 
@@ -548,6 +569,25 @@ const char *fz_format_type(const fz_fusion *fusion, const fz_type *type,
                            char *buf, size_t size);
 const char *fz_format_extent(const fz_fusion *fusion, fz_extent extent,
                              char *buf, size_t size);
+
+/* ---- resize.c: slice, pad and cat --------------------------------------- */
+
+/* fz_infer_type's rules for the resize ops (docs/format.md). */
+fz_status fz_infer_resize(const fz_fusion *fusion, fz_opcode code,
+                          int num_operands, fz_value *const *operands,
+                          const fz_attrs *attrs, fz_type *out, fz_error *err);
+/* Builder calls, with fz_build's contract. fz_slice: per axis of a, start,
+ * stop (a constant, or the axis's own symbol extent for the whole axis)
+ * and step (NULL: all 1). fz_pad: per axis widths before (low) and after
+ * (high), negative to crop, and the fill value (converted as full's fill
+ * is). fz_cat: num_operands tensors of one dtype joined along `dim`
+ * (negative counts from the end). */
+fz_value *fz_slice(fz_fusion *f, fz_value *a, const int64_t *start,
+                   const fz_extent *stop, const int64_t *step, fz_error *err);
+fz_value *fz_pad(fz_fusion *f, fz_value *a, const int64_t *low,
+                 const int64_t *high, double value, fz_error *err);
+fz_value *fz_cat(fz_fusion *f, int num_operands, fz_value *const *operands,
+                 int dim, fz_error *err);
 
 /* ---- clone.c ------------------------------------------------------------ */
 

@@ -67,7 +67,8 @@ static bool normalize_axes(const char *name, fz_op_kind kind,
     return true;
   }
   if (kind != FZ_KIND_REDUCTION && kind != FZ_KIND_SQUEEZE &&
-      kind != FZ_KIND_BROADCAST && kind != FZ_KIND_GATHER)
+      kind != FZ_KIND_BROADCAST && kind != FZ_KIND_CAT &&
+      kind != FZ_KIND_GATHER)
     return true;
   if (kind == FZ_KIND_BROADCAST)
     rank += attrs->num_dims; /* new axes are positions in the result */
@@ -164,7 +165,9 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
     fz_error_set(err, FZ_ERR_ARGUMENT, "%s: fusion is NULL", name);
     return NULL;
   }
-  if (num_operands < 0 || num_operands > 3 || (num_operands && !operands)) {
+  bool variadic = (unsigned)code < FZ_NUM_OPCODES && fz_op_table[code].arity < 0;
+  if (num_operands < 0 || (num_operands > 3 && !variadic) ||
+      (num_operands && !operands)) {
     fz_error_set(err, FZ_ERR_INVALID, "%s: %d operands is not supported",
                  name, num_operands);
     return NULL;
@@ -199,6 +202,8 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
   fz_op *op = fz_arena_alloc(f->arena, sizeof *op);
   op->code = code;
   op->num_operands = num_operands;
+  op->operands = fz_arena_alloc(
+      f->arena, sizeof *op->operands * (size_t)(num_operands ? num_operands : 1));
   for (int k = 0; k < num_operands; k++)
     op->operands[k] = operands[k];
   switch (fz_op_table[code].kind) {
@@ -223,6 +228,16 @@ fz_value *fz_build(fz_fusion *f, fz_opcode code, int num_operands,
     break;
   case FZ_KIND_SYMBOL:
     op->symbol = attrs->symbol;
+    break;
+  case FZ_KIND_PAD:
+    op->fill = attrs->fill;
+    /* fall through */
+  case FZ_KIND_SLICE:
+    op->resize = attrs->resize;
+    break;
+  case FZ_KIND_CAT:
+    op->num_dims = 1;
+    op->dims[0] = attrs->dims[0];
     break;
   default:
     break;

@@ -72,9 +72,11 @@ static fz_status copy_ops(fz_fusion *c, clone_map *m, const fz_fusion *f,
     const fz_op *op = f->ops[i];
     fz_op *n = fz_arena_alloc(c->arena, sizeof *n);
     *n = *op;
-    if (op->num_operands < 0 || op->num_operands > 3 || !op->result)
+    if (op->num_operands < 0 || (op->num_operands && !op->operands) ||
+        !op->result)
       return fz_error_set(err, FZ_ERR_INVALID,
                           "fz_fusion_clone: op %d is malformed", i);
+    n->operands = (fz_value **)pointer_array(c->arena, op->num_operands);
     for (int k = 0; k < op->num_operands; k++) {
       const fz_value *x = op->operands[k];
       fz_value *y = lookup(m, x);

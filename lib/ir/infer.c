@@ -768,7 +768,10 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
     return fz_error_set(err, FZ_ERR_INVALID, "invalid opcode %d", (int)code);
   const fz_op_info *info = &fz_op_table[code];
   infer_ctx c = {.f = f, .op = info->name, .err = err};
-  if (num_operands != info->arity)
+  if (info->arity < 0 && num_operands < 1)
+    return fail(&c, "takes one operand or more but was given %d",
+                num_operands);
+  if (info->arity >= 0 && num_operands != info->arity)
     return fail(&c, "takes %d operand%s but was given %d", info->arity,
                 info->arity == 1 ? "" : "s", num_operands);
   for (int k = 0; k < num_operands; k++)
@@ -827,6 +830,11 @@ fz_status fz_infer_type(const fz_fusion *f, fz_opcode code, int num_operands,
     break;
   case FZ_KIND_GATHER:
     st = infer_gather(&c, code, operands, attrs, out);
+    break;
+  case FZ_KIND_SLICE:
+  case FZ_KIND_PAD:
+  case FZ_KIND_CAT:
+    st = fz_infer_resize(f, code, num_operands, operands, attrs, out, err);
     break;
   }
   if (st)

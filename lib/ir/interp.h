@@ -201,5 +201,10 @@ fz_status fz_interp_eval_random(fz_interp *in, const fz_op *op,
  * data axis is FZ_ERR_INVALID "gather: index 17 is out of range [0, 16)
  * of axis 1 of %x", as PyTorch refuses it (negative indices too). */
 fz_status fz_interp_eval_gather(fz_interp *in, const fz_op *op, fz_iview *res);
+/* ---- interp_resize.c ----------------------------------------------------- */
+
+/* Evaluates a slice, pad or cat into *res. */
+fz_status fz_interp_eval_resize(fz_interp *in, const fz_op *op,
+                                fz_iview *res);
 
 #endif

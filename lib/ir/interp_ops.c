@@ -549,6 +549,10 @@ fz_status fz_interp_eval_op(fz_interp *in, const fz_op *op, fz_iview *res) {
     return fz_interp_eval_random(in, op, res);
   case FZ_KIND_GATHER:
     return fz_interp_eval_gather(in, op, res);
+  case FZ_KIND_SLICE:
+  case FZ_KIND_PAD:
+  case FZ_KIND_CAT:
+    return fz_interp_eval_resize(in, op, res);
   default:
     return eval_shape(in, op, res);
   }

@@ -720,8 +720,8 @@ static fz_status parse_operand(parser *p, fz_value **out) {
 typedef struct pop {
   const fz_token *result, *keyword;
   fz_opcode code;
-  int num_operands;
-  fz_value *operands[3];
+  int num_operands, cap_operands;
+  fz_value **operands; /* in the fusion's arena (cat takes any number) */
   plit fill;
   bool has_fill;
   int num_dims, num_perm;
@@ -731,16 +731,136 @@ typedef struct pop {
   plit start, step;
   const fz_token *start_tok, *step_tok;
   int symbol; /* symbol: the symbol read */
+  /* slice: start, stop, step; pad: low, high (lists by operand axis) */
+  int64_t lists[5][FZ_MAX_RANK];
+  int32_t stop_symbols[FZ_MAX_RANK]; /* stop entries that name a symbol */
+  int list_len[5];
+  const fz_token *list_tok[5];
+  plit value;
+  const fz_token *value_tok;
   plit correction; /* var */
   const fz_token *correction_tok;
 } pop;
+
+/* The lists of the resize attributes, by their place in pop.lists. */
+static const char *const resize_lists[5] = {"start", "stop", "step", "low",
+                                            "high"};
+
+/* "(" entry ("," entry)* ")" where an entry is an integer, or for stop a
+ * symbol's name or `?` (the axis taken to its end; `?` for an anonymous
+ * extent, which has no name). */
+static fz_status parse_resize_list(parser *p, pop *op, int which) {
+  fz_status st;
+  int *n = &op->list_len[which];
+  if ((st = expect(p, FZ_TK_LPAREN, "'('")) != FZ_OK)
+    return st;
+  for (;;) {
+    const fz_token *t = cur(p);
+    if (*n == FZ_MAX_RANK)
+      return ERROR(p, t, "too many entries in %s (at most %d)",
+                   resize_lists[which], FZ_MAX_RANK);
+    if (which == 1 && t->kind == FZ_TK_IDENT) {
+      int sym = find_symbol(p, t);
+      if (sym < 0)
+        return ERROR(p, t, "unknown symbol '%.*s' in stop",
+                     (int)(t->length > 40 ? 40 : t->length), text_of(p, t));
+      op->stop_symbols[*n] = sym;
+    } else if (which == 1 && t->kind == FZ_TK_QUESTION) {
+      op->stop_symbols[*n] = INT32_MAX; /* the axis's own extent */
+    } else if (t->kind == FZ_TK_INT) {
+      if (which == 1)
+        op->stop_symbols[*n] = -1;
+      op->lists[which][*n] = t->i;
+    } else {
+      return expected(p, which == 1 ? "an integer or a symbol name"
+                                    : "an integer");
+    }
+    next(p);
+    (*n)++;
+    if (is_kind(p, FZ_TK_RPAREN)) {
+      next(p);
+      return FZ_OK;
+    }
+    if ((st = expect(p, FZ_TK_COMMA, "',' or ')'")) != FZ_OK)
+      return st;
+  }
+}
+
+/* slice's start/stop/step and pad's low/high/value attributes. */
+static fz_status parse_resize_attribute(parser *p, pop *op) {
+  const fz_token *t = cur(p);
+  bool is_slice = op->code == FZ_OP_SLICE;
+  for (int i = 0; i < 5; i++) {
+    if (!spelled(p, t, resize_lists[i]) || (i < 3) != is_slice)
+      continue;
+    if (op->list_tok[i])
+      return ERROR(p, t, "duplicate attribute '%s'", resize_lists[i]);
+    op->list_tok[i] = next(p);
+    return parse_resize_list(p, op, i);
+  }
+  if (!is_slice && spelled(p, t, "value")) {
+    fz_status st;
+    if (op->value_tok)
+      return ERROR(p, t, "duplicate attribute 'value'");
+    op->value_tok = next(p);
+    if ((st = expect(p, FZ_TK_LPAREN, "'('")) != FZ_OK)
+      return st;
+    if (!parse_literal(p, &op->value))
+      return expected(p, "a literal");
+    return expect(p, FZ_TK_RPAREN, "')'");
+  }
+  if (p->toks[p->pos + 1].kind == FZ_TK_LPAREN)
+    return ERROR(p, t, "'%.*s' is not an attribute of '%s'",
+                 (int)(t->length > 40 ? 40 : t->length), text_of(p, t),
+                 fz_op_table[op->code].name);
+  return expected(p, "':' and the result type");
+}
+
+/* The resize attributes against the operand: one entry per axis. */
+static fz_status make_resize_attrs(parser *p, pop *op, const ptype *declared,
+                                   fz_attrs *a) {
+  int rank = op->operands[0]->type.rank;
+  bool is_slice = op->code == FZ_OP_SLICE;
+  for (int i = is_slice ? 0 : 3; i < (is_slice ? 3 : 5); i++) {
+    if (!op->list_tok[i]) {
+      if (i == 2)
+        continue; /* step defaults to 1 */
+      return ERROR(p, op->keyword, "'%s' needs %s(...)",
+                   fz_op_table[op->code].name, resize_lists[i]);
+    }
+    if (op->list_len[i] != rank)
+      return ERROR(p, op->list_tok[i],
+                   "%s must have one entry per operand axis (%d), not %d",
+                   resize_lists[i], rank, op->list_len[i]);
+  }
+  for (int k = 0; k < rank; k++) {
+    if (is_slice) {
+      a->resize.start[k] = op->lists[0][k];
+      int32_t sym = op->stop_symbols[k];
+      a->resize.stop[k] =
+          sym == INT32_MAX ? fz_axis_extent(&op->operands[0]->type.axes[k])
+          : sym >= 0       ? fz_symbol_extent(sym)
+                           : fz_const_extent(op->lists[1][k]);
+      a->resize.step[k] = op->list_tok[2] ? op->lists[2][k] : 1;
+    } else {
+      a->resize.low[k] = op->lists[3][k];
+      a->resize.high[k] = op->lists[4][k];
+    }
+  }
+  if (is_slice)
+    return FZ_OK;
+  if (!op->value_tok)
+    return ERROR(p, op->keyword, "'pad' needs value(...)");
+  return literal_scalar(p, &op->value, declared->dtype, "the value", &a->fill);
+}
 
 static bool attr_allowed(fz_op_kind kind, const char *attr) {
   if (!strcmp(attr, "correction"))
     return false; /* var's own: parse_attribute asks for it by opcode */
   if (!strcmp(attr, "dims"))
     return kind == FZ_KIND_REDUCTION || kind == FZ_KIND_BROADCAST ||
-           kind == FZ_KIND_SQUEEZE || kind == FZ_KIND_GATHER;
+           kind == FZ_KIND_SQUEEZE || kind == FZ_KIND_CAT ||
+           kind == FZ_KIND_GATHER;
   if (!strcmp(attr, "keepdim"))
     return kind == FZ_KIND_REDUCTION;
   if (!strcmp(attr, "perm"))
@@ -756,6 +876,8 @@ static fz_status parse_attribute(parser *p, pop *op) {
                                       "step", "correction"};
   const fz_token *t = cur(p);
   const char *attr = NULL;
+  if (op->code == FZ_OP_SLICE || op->code == FZ_OP_PAD)
+    return parse_resize_attribute(p, op);
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (spelled(p, t, names[i]))
       attr = names[i];
@@ -823,6 +945,20 @@ static fz_status parse_operands(parser *p, pop *op) {
     next(p);
     return FZ_OK;
   }
+  if (info->arity < 0) {
+    /* cat: operands up to the first attribute */
+    for (;;) {
+      fz_value *v;
+      if ((st = parse_operand(p, &v)) != FZ_OK)
+        return st;
+      fz_arena_push(p->f->arena, (void ***)&op->operands, &op->num_operands,
+                    &op->cap_operands, v);
+      if (!is_kind(p, FZ_TK_COMMA))
+        return FZ_OK;
+      next(p);
+    }
+  }
+  op->operands = fz_arena_alloc(p->f->arena, sizeof *op->operands * 3);
   for (int i = 0; i < info->arity; i++) {
     if (i > 0 && !is_kind(p, FZ_TK_COMMA)) {
       char got[64];
@@ -852,8 +988,14 @@ static fz_status make_attrs(parser *p, pop *op, const ptype *declared,
   const fz_op_info *info = &fz_op_table[op->code];
   bool needs_dims = info->kind == FZ_KIND_REDUCTION ||
                     info->kind == FZ_KIND_BROADCAST ||
-                    info->kind == FZ_KIND_SQUEEZE ||
+                    info->kind == FZ_KIND_SQUEEZE || info->kind == FZ_KIND_CAT ||
                     info->kind == FZ_KIND_GATHER;
+  if ((info->kind == FZ_KIND_SLICE || info->kind == FZ_KIND_PAD) &&
+      (st = make_resize_attrs(p, op, declared, a)) != FZ_OK)
+    return st;
+  if (info->kind == FZ_KIND_CAT && op->dims_tok && op->num_dims != 1)
+    return ERROR(p, op->dims_tok, "'cat' needs exactly one axis in dims, "
+                 "not %d", op->num_dims);
   if (needs_dims && !op->dims_tok)
     return ERROR(p, op->keyword, "'%s' needs dims(...)", info->name);
   if (info->kind == FZ_KIND_PERMUTE && !op->perm_tok)

@@ -118,6 +118,41 @@ static void print_ints(fz_buf *b, const char *attr, const int *v, int n) {
   fz_buf_puts(b, ")");
 }
 
+static void print_int64s(fz_buf *b, const char *attr, const int64_t *v,
+                         int n) {
+  fz_buf_printf(b, " %s(", attr);
+  for (int i = 0; i < n; i++)
+    fz_buf_printf(b, i ? ", %lld" : "%lld", (long long)v[i]);
+  fz_buf_puts(b, ")");
+}
+
+/* slice: start, stop (a constant or the axis's symbol), and step unless
+ * every step is 1; pad: low, high and the value. */
+static void print_resize(fz_buf *b, const fz_fusion *f, const fz_op *op,
+                         int rank, fz_dtype dtype) {
+  const fz_resize *r = &op->resize;
+  if (op->code == FZ_OP_PAD) {
+    print_int64s(b, "low", r->low, rank);
+    print_int64s(b, "high", r->high, rank);
+    fz_buf_puts(b, " value(");
+    print_scalar(b, op->fill, dtype);
+    fz_buf_puts(b, ")");
+    return;
+  }
+  print_int64s(b, "start", r->start, rank);
+  fz_buf_puts(b, " stop(");
+  for (int i = 0; i < rank; i++) {
+    fz_buf_puts(b, i ? ", " : "");
+    print_extent(b, f, r->stop[i]);
+  }
+  fz_buf_puts(b, ")");
+  for (int i = 0; i < rank; i++)
+    if (r->step[i] != 1) {
+      print_int64s(b, "step", r->step, rank);
+      break;
+    }
+}
+
 /* The rank, clamped so that a broken fusion cannot make us read past the
  * axis arrays (the printer is used to debug such fusions). */
 static int safe_rank(const fz_type *t) {
@@ -269,7 +304,7 @@ static void print_op(fz_buf *b, const fz_fusion *f, const namer *nm,
   fz_buf_puts(b, "  ");
   print_value(b, nm, op->result);
   fz_buf_printf(b, " = %s", info ? info->name : "<bad opcode>");
-  for (int i = 0; i < op->num_operands && i < 3; i++) {
+  for (int i = 0; i < op->num_operands && op->operands; i++) {
     fz_buf_puts(b, i ? ", " : " ");
     print_value(b, nm, op->operands[i]);
   }
@@ -292,8 +327,13 @@ static void print_op(fz_buf *b, const fz_fusion *f, const namer *nm,
     break;
   case FZ_KIND_BROADCAST:
   case FZ_KIND_SQUEEZE:
+  case FZ_KIND_CAT:
   case FZ_KIND_GATHER:
     print_ints(b, "dims", op->dims, num_dims);
+    break;
+  case FZ_KIND_SLICE:
+  case FZ_KIND_PAD:
+    print_resize(b, f, op, t ? safe_rank(t) : 0, dtype);
     break;
   case FZ_KIND_PERMUTE:
     print_ints(b, "perm", op->perm, t ? safe_rank(t) : 0);

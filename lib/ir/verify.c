@@ -119,6 +119,7 @@ static void op_attrs(const fz_op *op, fz_attrs *attrs) {
   attrs->iota_step = op->iota_step;
   attrs->has_iota_start = attrs->has_iota_step = true;
   attrs->symbol = op->symbol;
+  attrs->resize = op->resize;
 }
 
 static fz_status verify_op(verifier *vf, int index, const fz_op *op) {
@@ -139,11 +140,13 @@ static fz_status verify_op(verifier *vf, int index, const fz_op *op) {
                         "%s: %s: the result is not marked as this op's "
                         "result (kind or def is wrong)",
                         fz_value_label(r, res, sizeof res), info->name);
-  if (op->num_operands != info->arity)
+  if (info->arity >= 0 ? op->num_operands != info->arity
+                       : op->num_operands < 1 || !op->operands)
     return fz_error_set(err, FZ_ERR_INVALID,
-                        "%s: %s: has %d operands but takes %d",
-                        fz_value_label(r, res, sizeof res),
-                        info->name, op->num_operands, info->arity);
+                        "%s: %s: has %d operands but takes %s%d",
+                        fz_value_label(r, res, sizeof res), info->name,
+                        op->num_operands, info->arity < 0 ? "at least " : "",
+                        info->arity < 0 ? 1 : info->arity);
   if (op->num_dims < 0 || op->num_dims > FZ_MAX_RANK)
     return fz_error_set(err, FZ_ERR_INVALID, "%s: %s: has %d dims",
                         fz_value_label(r, res, sizeof res),

@@ -318,10 +318,33 @@ static void scalar_store(fz_emit *e, fz_dtype d, LLVMValueRef ptr,
   LLVMSetAlignment(s, (unsigned)fz_dtype_size(d));
 }
 
+/* A window of a resize op: each lane's offset clamped into the tensor
+ * (plan.h), loaded on its own. Offsets are signed here: a lane left of
+ * the window has a negative one. */
+static void clamped_load(fz_emit *e, const fz_plan_access *a, LLVMValueRef ptr,
+                         LLVMValueRef off, LLVMValueRef inner_stride,
+                         int lanes, LLVMValueRef *out) {
+  LLVMValueRef zero = LLVMConstInt(e->t_idx, 0, 0);
+  LLVMValueRef last =
+      LLVMConstInt(e->t_idx, (unsigned long long)(a->clamp - 1), 0);
+  for (int l = 0; l < lanes; l++) {
+    LLVMValueRef o = inner_stride ? lane_offset(e, off, inner_stride, l) : off;
+    o = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, o, zero, ""),
+                        zero, o, "");
+    o = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, o, last, ""),
+                        last, o, "");
+    out[l] = scalar_load(e, a->dtype, ptr, o);
+  }
+}
+
 bool fz_emit_load(fz_emit *e, const fz_plan_access *a, LLVMValueRef ptr,
                   LLVMValueRef off, LLVMValueRef inner_stride, int lanes,
                   LLVMValueRef *out) {
   fz_dtype d = a->dtype;
+  if (a->clamp > 0) {
+    clamped_load(e, a, ptr, off, inner_stride, lanes, out);
+    return true;
+  }
   switch (fz_access_shape_of(e->plan, a)) {
   case FZ_ACCESS_SPLAT: {
     LLVMValueRef v = scalar_load(e, d, ptr, off);

@@ -51,7 +51,10 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
   fz_fusion *copy = fz_fusion_clone(fusion, &local);
   if (!copy)
     return fz_error_set(err, local.status, "%s", local.message);
-  if ((st = fz_pass_gather_pushdown(copy, err)) != FZ_OK ||
+  /* a no-op without resize ops; before alloc-order, which lays out
+   * what it builds */
+  if ((st = fz_pass_resize_pushdown(copy, err)) != FZ_OK ||
+      (st = fz_pass_gather_pushdown(copy, err)) != FZ_OK ||
       (st = fz_pass_alloc_order(copy, err)) != FZ_OK ||
       (st = fz_verify(copy, err)) != FZ_OK) {
     fz_fusion_destroy(copy);

@@ -268,7 +268,10 @@ static void decide(const fz_op *op, int *order) {
   case FZ_KIND_CAST:
   case FZ_KIND_BINARY:
   case FZ_KIND_TERNARY:
-  case FZ_KIND_SET: {
+  case FZ_KIND_SET:
+  case FZ_KIND_SLICE: /* resize ops keep their operands' axes in place */
+  case FZ_KIND_PAD:
+  case FZ_KIND_CAT: {
     const fz_value *x = dominant_operand(op);
     if (x)
       operand_order(x, order);
@@ -318,8 +321,9 @@ static fz_status check_op(const fz_op *op, fz_error *err) {
   if (info->kind == FZ_KIND_FULL || info->kind == FZ_KIND_IOTA ||
       info->kind == FZ_KIND_SYMBOL || info->kind == FZ_KIND_UNARY || info->kind == FZ_KIND_CAST ||
       info->kind == FZ_KIND_BINARY || info->kind == FZ_KIND_TERNARY ||
-      info->kind == FZ_KIND_SET || info->kind == FZ_KIND_RANDOM ||
-      info->kind == FZ_KIND_GATHER)
+      info->kind == FZ_KIND_SET || info->kind == FZ_KIND_SLICE ||
+      info->kind == FZ_KIND_PAD || info->kind == FZ_KIND_CAT ||
+      info->kind == FZ_KIND_RANDOM || info->kind == FZ_KIND_GATHER)
     return FZ_OK; /* operands of another rank are skipped */
   const fz_value *x = op->num_operands > 0 ? op->operands[0] : NULL;
   if (!x || x->type.rank < 0 || x->type.rank > FZ_MAX_RANK)

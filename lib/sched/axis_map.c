@@ -372,6 +372,10 @@ static void map_op(fz_axis_map *m, const fz_op *op) {
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
   case FZ_KIND_SYMBOL:
+  /* a resized axis is a loop of another extent: no axis is shared */
+  case FZ_KIND_SLICE:
+  case FZ_KIND_PAD:
+  case FZ_KIND_CAT:
   case FZ_KIND_RANDOM:
     break;
   case FZ_KIND_GATHER: /* every axis but dims' is read at its coordinate */

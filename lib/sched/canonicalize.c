@@ -70,7 +70,7 @@ static bool become_set(sweep *s, fz_op *op, fz_value *x) {
   FZ_CHECK(op->num_operands == 1);
   fz_uses_set_operand(s->uses, s->at, 0, x);
   fz_op copy = {.code = FZ_OP_SET, .num_operands = 1, .result = op->result,
-                .loc = op->loc};
+                .loc = op->loc, .operands = op->operands};
   copy.operands[0] = x;
   *op = copy;
   return true;
@@ -237,11 +237,11 @@ static bool users_accept(const sweep *s, const fz_value *r, fz_value *lit) {
     const fz_op *user = u->op;
     if (!user)
       continue; /* outputs: fold_literals never folds one */
+    if (!is_pointwise(user))
+      return false; /* (and at most three operands below) */
     fz_value *operands[3];
     for (int k = 0; k < user->num_operands; k++)
       operands[k] = user->operands[k] == r ? lit : user->operands[k];
-    if (!is_pointwise(user))
-      return false;
     fz_attrs attrs = {.shape = &user->result->type}; /* cast's dtype */
     fz_type t;
     if (fz_infer_type(s->f, user->code, user->num_operands, operands, &attrs,

@@ -91,6 +91,21 @@ static bool attrs_equal(const fz_op *a, const fz_op *b) {
            scalar_equal(a->iota_step, b->iota_step, dtype);
   case FZ_KIND_SYMBOL: /* two reads of one symbol are one value */
     return a->symbol == b->symbol;
+  case FZ_KIND_CAT:
+    return a->dims[0] == b->dims[0];
+  case FZ_KIND_PAD:
+    if (!scalar_equal(a->fill, b->fill, dtype))
+      return false;
+    /* fall through */
+  case FZ_KIND_SLICE:
+    for (int k = 0; k < a->result->type.rank; k++)
+      if (a->resize.start[k] != b->resize.start[k] ||
+          !fz_extent_equal(a->resize.stop[k], b->resize.stop[k]) ||
+          a->resize.step[k] != b->resize.step[k] ||
+          a->resize.low[k] != b->resize.low[k] ||
+          a->resize.high[k] != b->resize.high[k])
+        return false;
+    return true;
   default:
     return true;
   }

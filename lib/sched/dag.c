@@ -229,11 +229,14 @@ bool fz_dag_find_maps(fz_dag *d, const fz_value *reference) {
           fz_value_label(op->operands[0], data, sizeof data));
   }
   for (int i = 0; i < f->num_outputs; i++)
-    if (!d->maps[f->outputs[i]->id])
+    if (!d->maps[f->outputs[i]->id]) {
+      if (fz_dag_resize_unmapped(d))
+        return false; /* the reason names the resize op that cut it off */
       return fz_dag_decline_at(
           d, f->outputs[i],
           "output %s is not in the reference's iteration space",
           fz_value_label(f->outputs[i], label, sizeof label));
+    }
   return true;
 }
 

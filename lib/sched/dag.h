@@ -101,6 +101,24 @@ void fz_dag_canonical(const fz_dag *d, const int64_t *order_strides,
                       const bool *reduced, fz_canon *c);
 /* Move accesses and nodes into `p` with strides in canonical axes. */
 void fz_dag_finish(fz_dag *d, const fz_canon *c, fz_plan *p);
+/* For builders of nodes outside dag_nodes.c (dag_resize.c): push_node's
+ * node (memoised on its value when it has one; m NULL for none), and the
+ * access of fusion input `input` at these per-reference-axis strides, an
+ * offset in elements and a clamp (plan.h, fz_plan_access), shared with an
+ * equal one already made. */
+int fz_dag_push_node(fz_dag *d, fz_plan_node node, const fz_index_map *m);
+int fz_dag_push_access(fz_dag *d, int input, const int64_t *ref_strides,
+                       int64_t offset, int64_t clamp);
+/* dag_resize.c: the node of a slice, pad or cat result v at map m (its
+ * operands read through windowed accesses of fusion inputs), or -1 with a
+ * reason when an operand is not an input (what the pushdown pass could
+ * not move there). */
+int fz_dag_resize_node(fz_dag *d, const fz_value *v, const fz_index_map *m,
+                       fz_space space);
+/* When some resize op reads a value computed in this space (one with a
+ * map, not an input): declines at it, saying so, and returns true (the
+ * reason an output is then missing from the space). */
+bool fz_dag_resize_unmapped(fz_dag *d);
 /* argreduce.c: the position node of arg-reduction op (its result's
  * REDUCE node reads it), at the map of the op's operand. */
 fz_plan_node fz_dag_arg_position(const fz_dag *d, const fz_op *op);

@@ -104,6 +104,7 @@ typedef struct access_probe {
   bool is_output;
   int io;
   const int64_t *ref_strides;
+  int64_t offset, clamp; /* a window of a resize op (dag_resize.c) */
   int gather_axis; /* -1: a plain access */
 } access_probe;
 
@@ -111,6 +112,7 @@ static bool same_access(const void *ctx, int i) {
   const access_probe *p = ctx;
   const fz_plan_access *a = &p->d->accesses[i];
   return a->is_output == p->is_output && a->io == p->io &&
+         a->offset == p->offset && a->clamp == p->clamp &&
          a->gathered == (p->gather_axis >= 0) &&
          (!a->gathered || a->gather_axis == p->gather_axis) &&
          memcmp(p->d->ref_strides[i], p->ref_strides,
@@ -118,22 +120,28 @@ static bool same_access(const void *ctx, int i) {
 }
 
 static uint64_t access_key(const fz_dag *d, bool is_output, int io,
-                           const int64_t *ref_strides) {
+                           const int64_t *ref_strides, int64_t offset,
+                           int64_t clamp) {
   uint64_t h = fz_hash_mix((uint64_t)is_output, (uint64_t)io);
   for (int r = 0; r < d->ref_rank; r++)
     h = fz_hash_mix(h, (uint64_t)ref_strides[r]);
+  if (offset || clamp)
+    h = fz_hash_mix(fz_hash_mix(h, (uint64_t)offset), (uint64_t)clamp);
   return h;
 }
 
-/* An access of input or output io at these strides; gather_axis >= 0: a
+/* An access of input or output io at these strides, offset and clamp
+ * (a window of a resize op, dag_resize.c); gather_axis >= 0: a
  * gathered one along that logical axis of the input (never the same
  * access as a plain read at the same strides). */
 static int push_access_of(fz_dag *d, bool is_output, int io, fz_dtype dtype,
-                          const int64_t *ref_strides, int gather_axis) {
-  uint64_t h = access_key(d, is_output, io, ref_strides);
+                          const int64_t *ref_strides, int64_t offset,
+                          int64_t clamp, int gather_axis) {
+  uint64_t h = access_key(d, is_output, io, ref_strides, offset, clamp);
   if (gather_axis >= 0)
     h = fz_hash_mix(h, (uint64_t)gather_axis + 1);
-  access_probe p = {d, is_output, io, ref_strides, gather_axis};
+  access_probe p = {d,      is_output, io,         ref_strides,
+                    offset, clamp,     gather_axis};
   int found = fz_itable_find(&d->access_index, h, same_access, &p);
   if (found >= 0)
     return found;
@@ -149,8 +157,13 @@ static int push_access_of(fz_dag *d, bool is_output, int io, fz_dtype dtype,
     d->ref_strides = s;
     d->cap_accesses = cap;
   }
-  d->accesses[d->num_accesses] = (fz_plan_access){
-      .is_output = is_output, .io = io, .dtype = dtype, .vector = 1};
+  d->accesses[d->num_accesses] =
+      (fz_plan_access){.is_output = is_output,
+                       .io = io,
+                       .dtype = dtype,
+                       .offset = offset,
+                       .clamp = clamp,
+                       .vector = 1};
   if (gather_axis >= 0) {
     const fz_tensor_desc *t = &d->problem->inputs[io];
     fz_plan_access *a = &d->accesses[d->num_accesses];
@@ -168,7 +181,7 @@ static int push_access_of(fz_dag *d, bool is_output, int io, fz_dtype dtype,
 
 static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
                        const int64_t *ref_strides) {
-  return push_access_of(d, is_output, io, dtype, ref_strides, -1);
+  return push_access_of(d, is_output, io, dtype, ref_strides, 0, 0, -1);
 }
 
 static int literal_node(fz_dag *d, const fz_value *v, fz_space space) {
@@ -373,6 +386,11 @@ static bool start(fz_dag *d, stack *s, int *done) {
       push_frame(s, in, d->maps[in->id], FZ_SPACE_FULL); /* moves f */
       return false;
     }
+    case FZ_KIND_SLICE:
+    case FZ_KIND_PAD:
+    case FZ_KIND_CAT:
+      *done = fz_dag_resize_node(d, v, f->m, f->space);
+      return true;
     case FZ_KIND_GATHER: {
       /* A gathered load of a fusion input; the gather_pushdown pass has
        * moved gathers of computed values onto the inputs where it could,
@@ -442,7 +460,7 @@ static int finish_gather(fz_dag *d, const frame *f) {
   fz_index_map_strides(&xm, d->problem->inputs[x->input_index].strides,
                        strides);
   int a = push_access_of(d, false, x->input_index, x->type.dtype, strides,
-                         op->dims[0]);
+                         0, 0, op->dims[0]);
   return push_node(d,
                    (fz_plan_node){.kind = FZ_NODE_GATHER,
                                   .dtype = v->type.dtype,
@@ -573,4 +591,15 @@ int fz_dag_store_in(fz_dag *d, int output, int source, fz_space space) {
                                   .value = o,
                                   .space = space},
                    NULL);
+}
+
+int fz_dag_push_node(fz_dag *d, fz_plan_node node, const fz_index_map *m) {
+  return push_node(d, node, m);
+}
+
+int fz_dag_push_access(fz_dag *d, int input, const int64_t *ref_strides,
+                       int64_t offset, int64_t clamp) {
+  return push_access_of(d, false, input,
+                        d->problem->fusion->inputs[input]->type.dtype,
+                        ref_strides, offset, clamp, -1);
 }

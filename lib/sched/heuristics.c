@@ -27,8 +27,8 @@ bool fz_plan_access_can_vectorize(const fz_plan *p, const fz_plan_access *a,
   int inner = p->rank - 1;
   if (a->gathered) /* each lane reads where its own index says */
     return false;
-  if (a->strides[inner] != 1 || p->extents[inner] % v != 0)
-    return false;
+  if (a->strides[inner] != 1 || p->extents[inner] % v != 0 || a->clamp)
+    return false; /* a clamped window is read lane by lane (plan.h) */
   for (int k = 0; k < inner; k++)
     if (a->strides[k] % v != 0)
       return false;

@@ -171,6 +171,14 @@ bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *res,
   case FZ_KIND_REDUCTION:
     snprintf(why, why_size, "%s is a reduction", fz_op_table[op->code].name);
     return false;
+  case FZ_KIND_SLICE:
+  case FZ_KIND_PAD:
+  case FZ_KIND_CAT:
+    /* an operand is read at shifted, strided points: no linear map; its
+     * reads are windowed accesses (dag_resize.c) */
+    snprintf(why, why_size, "%s reads its operand through a window",
+             fz_op_table[op->code].name);
+    return false;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
   case FZ_KIND_SYMBOL:
@@ -297,6 +305,9 @@ bool fz_index_map_from_operand(const fz_op *op, int k,
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
   case FZ_KIND_SYMBOL:
+  case FZ_KIND_SLICE: /* windows: see fz_index_map_to_operand */
+  case FZ_KIND_PAD:
+  case FZ_KIND_CAT:
   case FZ_KIND_RANDOM:
     return false;
   case FZ_KIND_GATHER: /* gather's index is in the result's space */

@@ -19,6 +19,8 @@ static const fz_pass_info passes[] = {
     {"cse", fz_pass_cse, "merge equal ops (common subexpressions)"},
     {"alloc-order", fz_pass_alloc_order,
      "give undeclared results their source tensor's allocation order"},
+    {"resize-pushdown", fz_pass_resize_pushdown,
+     "move slice, pad and cat toward the inputs (windows of inputs)"},
     {"gather-pushdown", fz_pass_gather_pushdown,
      "compute gathered values at the gathered points, gathering inputs"},
 };

@@ -53,6 +53,16 @@ fz_status fz_pass_cse(fz_fusion *fusion, fz_error *err);
  * the executor allocates them in the order chosen. */
 fz_status fz_pass_alloc_order(fz_fusion *fusion, fz_error *err);
 
+/* ---- resize_pushdown.c -------------------------------------------------- */
+
+/* The "resize-pushdown" pass: slices, pads and cats of computed values
+ * become elementwise ops of windows of their inputs (and a `where` where
+ * padded points or a cat's operands must be told apart), so that a
+ * kernel reads inputs through windows; what cannot move is left in place.
+ * Values are preserved exactly. The executor runs it on its copy of a
+ * fusion, as fuse-opt does before scheduling. */
+fz_status fz_pass_resize_pushdown(fz_fusion *fusion, fz_error *err);
+
 /* ---- gather_pushdown.c -------------------------------------------------- */
 
 /* The "gather-pushdown" pass: gathers and index_selects of values computed

@@ -36,7 +36,7 @@ void fz_plan_launch_shape(const fz_plan *p, unsigned grid[3],
 
 bool fz_plan_prefetched(const fz_plan *p, int a) {
   const fz_plan_access *acc = &p->accesses[a];
-  if (!p->prefetch || acc->is_output)
+  if (!p->prefetch || acc->is_output || acc->clamp)
     return false;
   bool along_rows = false, along_row = false, full_load = false;
   for (int d = 0; d < p->rank; d++) {
@@ -455,9 +455,12 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
                   p->tile_axis);
   for (int i = 0; i < p->num_accesses; i++) {
     const fz_plan_access *a = &p->accesses[i];
-    fz_buf_printf(&b, "a%d %s %s vec=%d %s%s\n", i, a->is_output ? "w" : "r",
+    fz_buf_printf(&b, "a%d %s %s vec=%d %s%s", i, a->is_output ? "w" : "r",
                   fz_dtype_name(a->dtype), a->vector, inner_class(p, a),
                   a->gathered ? " gathered" : "");
+    if (a->clamp) /* a constant of the kernel */
+      fz_buf_printf(&b, " clamp=%" PRId64, a->clamp);
+    fz_buf_puts(&b, "\n");
   }
   print_nodes(p, &b, false);
   char *s = fz_buf_take(&b);
@@ -527,6 +530,8 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
     fz_buf_printf(b, ")");
     if (a->offset)
       fz_buf_printf(b, " offset %" PRId64, a->offset);
+    if (a->clamp)
+      fz_buf_printf(b, " window clamp(0, %" PRId64 ")", a->clamp);
     if (a->gathered)
       fz_buf_printf(b, " gathered along axis %d (stride %" PRId64
                        ", extent %" PRId64 ")",

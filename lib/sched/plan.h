@@ -91,6 +91,14 @@ typedef struct fz_plan_access {
   fz_dtype dtype;
   int64_t strides[FZ_MAX_RANK]; /* per canonical axis, elements; 0 = broadcast */
   int64_t offset;               /* elements added to the base (constant) */
+  /* 0, or (an input read through a window of a resize op: a pad or a cat
+   * operand) the number of elements the tensor spans: every lane's
+   * element offset is clamped to [0, clamp) before it is loaded, so that
+   * points outside the window read some element of the tensor rather
+   * than memory past it; the plan's nodes select those lanes away (a
+   * pad's fill, another cat operand). A clamped access is not vectorized
+   * and never staged through shared memory. */
+  int64_t clamp;
   /* Elements per memory instruction along the innermost canonical axis:
    * > 1 only if that stride is 1, the base is aligned and every other
    * stride and the innermost extent are multiples of it. A stride of 0

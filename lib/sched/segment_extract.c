@@ -30,6 +30,7 @@ static void attrs_of(const fz_op *op, fz_attrs *a) {
   a->iota_step = op->iota_step;
   a->has_iota_start = a->has_iota_step = true;
   a->symbol = op->symbol; /* the same index: symbols are copied in order */
+  a->resize = op->resize;
   a->correction = op->correction;
 }
 
@@ -54,7 +55,8 @@ static fz_status build(const fz_extract *x, fz_fusion *f, fz_value **map,
   for (int j = 0; j < x->num_ops; j++) {
     int i = x->ops[j];
     const fz_op *op = p->ops[i];
-    fz_value *operands[3];
+    fz_value **operands = fz_arena_alloc(
+        f->arena, sizeof *operands * (size_t)(op->num_operands + 1));
     for (int k = 0; k < op->num_operands; k++) {
       const fz_value *a = op->operands[k];
       operands[k] = a->kind == FZ_VALUE_LITERAL ? copy_literal(f, a)

@@ -98,8 +98,9 @@ static bool classify(const fz_problem *pb, const fz_plan *p, fz_arena *arena,
                        access_label(pb, x, l1, sizeof l1));
       continue;
     }
-    if (x->strides[a] == 0 || x->strides[a] == 1 || x->gathered)
-      continue; /* a gathered access reads where its lanes' indices say */
+    if (x->strides[a] == 0 || x->strides[a] == 1 || x->clamp || x->gathered)
+      continue; /* a clamped window is read directly (plan.h); a gathered
+                 * access reads where its lanes' indices say */
     int b = -1;
     for (int k = 0; k < a && b < 0; k++)
       if (x->strides[k] == 1)

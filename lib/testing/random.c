@@ -290,7 +290,8 @@ static bool keeps_error(fz_opcode code, fz_value *const *ops) {
   switch (fz_op_table[code].kind) {
   case FZ_KIND_CAST: case FZ_KIND_BROADCAST: case FZ_KIND_SQUEEZE:
   case FZ_KIND_EXPAND: case FZ_KIND_PERMUTE: case FZ_KIND_RESHAPE:
-  case FZ_KIND_SET: case FZ_KIND_GATHER:
+  case FZ_KIND_SET: case FZ_KIND_SLICE: case FZ_KIND_PAD: case FZ_KIND_CAT:
+  case FZ_KIND_GATHER:
     return true;
   default:
     break;
@@ -383,6 +384,15 @@ static double predict_bound(gen *g, fz_opcode code, int n,
                                        : fabs((double)at->fill.i);
   case FZ_OP_SYMBOL:
     return (double)g->o.max_extent;
+  case FZ_OP_PAD:
+    return fmax(B[0], fz_dtype_is_float(t->dtype) ? fabs(at->fill.f)
+                                                  : fabs((double)at->fill.i));
+  case FZ_OP_CAT: {
+    double b = 0;
+    for (int k = 0; k < n; k++)
+      b = fmax(b, inf(g, ops[k])->bound);
+    return b;
+  }
   case FZ_OP_RAND:
     return 1;
   case FZ_OP_RANDN: /* sqrt(-2 log 2^-53): the most Box-Muller reaches */
@@ -1243,6 +1253,70 @@ static fz_value *act_shape(gen *g) {
   }
 }
 
+/* The resize ops, in round trips that keep the value's shape (so that
+ * it still meets the others): along one constant axis of extent E,
+ * pad(x[1:], low 1) with a small fill; cat of 2 or 3 slices of x and a
+ * partner of its type; or x[::2] padded back at the end. */
+static fz_value *act_resize(gen *g) {
+  fz_value *v = pick(g);
+  const fz_type *t = &v->type;
+  int axis = -1;
+  int64_t e = 0;
+  for (int k = 0, seen = 0; k < t->rank; k++) {
+    int64_t c;
+    if (!is_b1(&t->axes[k]) && const_extent(&t->axes[k], &c) && c >= 3 &&
+        below(g, ++seen) == 0) {
+      axis = k;
+      e = c;
+    }
+  }
+  if (axis < 0)
+    return NULL;
+  fz_attrs at = {0};
+  for (int k = 0; k < t->rank; k++) {
+    at.resize.stop[k] = fz_axis_extent(&t->axes[k]);
+    at.resize.step[k] = 1;
+  }
+  fz_value *r = NULL;
+  int kind = below(g, 3);
+  if (kind == 0) {
+    at.resize.start[axis] = 1;
+    fz_value *s = mk(g, FZ_OP_SLICE, 1, &v, &at);
+    fz_attrs pa = {0};
+    pa.resize.low[axis] = 1;
+    double fill = chance(g, 50) ? 0.0 : 1.0;
+    if (fz_scalar_of_double(fill, t->dtype, "fill", &pa.fill, NULL) == FZ_OK)
+      r = s ? mk(g, FZ_OP_PAD, 1, &s, &pa) : NULL;
+  } else if (kind == 1) {
+    fz_value *w = partner(g, v, false);
+    if (!w || !fz_type_same_shape(&w->type, t))
+      w = v;
+    int n = e >= 4 && chance(g, 50) ? 3 : 2;
+    int64_t cut[4] = {0, 1 + below(g, (int)e - 2), e, e};
+    if (n == 3)
+      cut[2] = cut[1] + 1 + below(g, (int)(e - cut[1] - 1));
+    fz_value *parts[3];
+    for (int i = 0; i < n; i++) {
+      fz_value *src = i == 1 ? w : v;
+      at.resize.start[axis] = cut[i];
+      at.resize.stop[axis] = fz_const_extent(cut[i + 1]);
+      if (!(parts[i] = mk(g, FZ_OP_SLICE, 1, &src, &at)))
+        return NULL;
+    }
+    fz_attrs ca = {.num_dims = 1, .dims = {axis}};
+    r = mk(g, FZ_OP_CAT, n, parts, &ca);
+  } else {
+    at.resize.step[axis] = 2;
+    fz_value *s = mk(g, FZ_OP_SLICE, 1, &v, &at);
+    fz_attrs pa = {0};
+    pa.resize.high[axis] = e - (e + 1) / 2;
+    r = s ? mk(g, FZ_OP_PAD, 1, &s, &pa) : NULL;
+  }
+  if (r) /* the same shape as v, axis for axis */
+    memcpy(inf(g, r)->base, inf(g, v)->base, sizeof inf(g, r)->base);
+  return r;
+}
+
 /* A reduction over the fusion's reduced axes (or, in a mix fusion,
  * sometimes any), keepdim or not; prod only over a few values near 1. */
 static fz_value *act_reduce(gen *g) {
@@ -1596,10 +1670,10 @@ fz_fusion *fz_random_fusion(uint64_t seed, const fz_random_options *opts) {
   int target = 3 + below(&g, g.o.max_ops - 2);
   g.op_limit = 2 * target + 12;
   /* unary, binary, ternary, cast, reshape, permute, other shape ops,
-   * reduction, iota/full/symbol */
-  int weights[] = {20, 30, 9, 7, 6, 5, 8, g.reduce ? 12 : 0, 3};
+   * reduction, iota/full/symbol, resize */
+  int weights[] = {20, 30, 9, 7, 6, 5, 8, g.reduce ? 12 : 0, 3, 4};
   for (int tries = 0; g.f->num_ops < target && tries < 400; tries++) {
-    int action = weighted(&g, weights, 9);
+    int action = weighted(&g, weights, 10);
     if (g.reduce && !g.num_reductions && g.f->num_ops >= target / 3)
       action = 7; /* every reduction fusion reduces */
     switch (action) {
@@ -1611,6 +1685,7 @@ fz_fusion *fz_random_fusion(uint64_t seed, const fz_random_options *opts) {
     case 5: act_permute(&g); break;
     case 6: act_shape(&g); break;
     case 7: act_reduce(&g); break;
+    case 9: act_resize(&g); break;
     default: act_generator(&g); break;
     }
   }

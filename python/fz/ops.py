@@ -755,6 +755,111 @@ class Ops:
                              % index.ndim)
         dim = _norm_dims([dim], x.ndim, "index_select")[0]
         return self._index("index_select", x, index, dim, x.ndim)
+    # -- resize ops, PyTorch's semantics: indices are normalized here
+    # (negative ones count from the end, out-of-range ones clamp, as
+    # x[a:b:c] does), and cat promotes its operands' dtypes as torch.cat
+
+    def slice(self, x, start_indices, end_indices, strides=None):
+        """x[start:end:stride] on every axis (one entry per axis; None in
+        start or end: the axis's start or end). Strides must be >= 1."""
+        n = x.ndim
+        starts, ends = list(start_indices), list(end_indices)
+        steps = [1] * n if strides is None else list(strides)
+        if not len(starts) == len(ends) == len(steps) == n:
+            raise ValueError("slice: %d axes need %d starts, ends and strides"
+                             % (n, n))
+        for s in steps:
+            if not isinstance(s, int) or s < 1:
+                raise ValueError("slice: stride %r must be an int >= 1" % (s,))
+
+        def build(b):
+            v = b.value(x)
+            lo, hi = [], []
+            for k in range(n):
+                whole = (starts[k] in (None, 0) and steps[k] == 1 and
+                         (ends[k] is None or ends[k] >= _SLICE_END))
+                if whole:
+                    lo.append(0)
+                    hi.append(_SLICE_END)
+                    continue
+                extent = _constant_extent(b, v, k, "slice")
+                a, e, _ = slice(starts[k], ends[k], steps[k]).indices(extent)
+                lo.append(a)
+                hi.append(max(a, e))
+            return b.lib.fz_build_slice(b.fusion, v, _lib.int64s(lo),
+                                        _lib.int64s(hi), _lib.int64s(steps),
+                                        ctypes.byref(b.err))
+        return self._fd._record(n, "slice", build)
+
+    def pad(self, x, pad_widths, value=0.0):
+        """torch.nn.functional.pad(x, pad_widths, value=value): widths in
+        pairs from the last axis backward (left, right of the last axis,
+        then of the one before, ...); negative widths crop."""
+        widths = list(pad_widths)
+        if len(widths) % 2 or len(widths) > 2 * x.ndim:
+            raise ValueError("pad: %d widths for rank %d" % (len(widths), x.ndim))
+        low, high = [0] * x.ndim, [0] * x.ndim
+        for i in range(len(widths) // 2):
+            low[x.ndim - 1 - i] = int(widths[2 * i])
+            high[x.ndim - 1 - i] = int(widths[2 * i + 1])
+
+        def build(b):
+            v = b.value(x)
+            for k in range(x.ndim):
+                if low[k] or high[k]:
+                    _constant_extent(b, v, k, "pad")
+            return b.lib.fz_build_pad(b.fusion, v, _lib.int64s(low),
+                                      _lib.int64s(high), float(value),
+                                      ctypes.byref(b.err))
+        return self._fd._record(x.ndim, "pad", build)
+
+    def cat(self, tensors, dim=0):
+        """torch.cat(tensors, dim): every operand of one rank, promoted to
+        their common dtype."""
+        tensors = list(tensors)
+        if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+            raise ValueError("cat: needs one tensor or more")
+        ndim = tensors[0].ndim
+        if any(t.ndim != ndim for t in tensors):
+            raise ValueError("cat: operands of different ranks")
+        axis = _norm_dims([dim], ndim, "cat")[0]
+
+        def build(b):
+            vals = [b.value(t) for t in tensors]
+            codes = [b.lib.fz_value_dtype(v) for v in vals]
+            to = codes[0]
+            if any(c != to for c in codes):
+                import torch
+                want = _torch_dtype(codes[0])
+                for c in codes[1:]:
+                    want = torch.promote_types(want, _torch_dtype(c))
+                to = _dtype_code(want)
+            for i, v in enumerate(vals):
+                _constant_extent(b, v, axis, "cat")
+                if codes[i] != to:
+                    vals[i] = b.check(b.lib.fz_cast(b.fusion, v, to,
+                                                    ctypes.byref(b.err)), "cat")
+            array = (ctypes.c_void_p * len(vals))(*vals)
+            return b.lib.fz_build_cat(b.fusion, len(vals), array, axis,
+                                      ctypes.byref(b.err))
+        return self._fd._record(ndim, "cat", build)
+
+
+# ---- resize ops ----------------------------------------------------------------
+
+_SLICE_END = (1 << 63) - 1  # FZ_SLICE_END
+
+
+def _constant_extent(b, v, axis, what):
+    """Axis `axis` of v as a constant, or _NeedStatic (a ValueError once
+    static) when it is a symbol: resizing an axis needs its size."""
+    extent, _, _ = b.axis(v, axis)
+    if extent >= 0:
+        return extent
+    if b.static:
+        raise ValueError("%s: axis %d has no fixed size" % (what, axis))
+    raise _NeedStatic("%s of a symbolic axis" % what)
+
 
 
 def _infer_extent(b, v, ndim, codes, names):

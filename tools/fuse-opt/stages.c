@@ -13,6 +13,7 @@
 
 #include "codegen/codegen.h"
 #include "sched/axis_map.h"
+#include "sched/pass.h"
 #include "sched/segment.h"
 
 #include <stdlib.h>
@@ -62,7 +63,11 @@ typedef struct stage_problem {
 static fz_status make_problem(fz_fusion *f, const fo_options *o, FILE *out,
                               stage_problem *sp, fz_error *err) {
   sp->arena = fz_arena_create();
-  fz_status st = fo_bind_symbols(f, o, out, &sp->symbols, err);
+  /* as the executor does: resize ops move to the inputs before any
+   * scheduling (a no-op without them) */
+  fz_status st = fz_pass_resize_pushdown(f, err);
+  if (!st)
+    st = fo_bind_symbols(f, o, out, &sp->symbols, err);
   /* The schedulers multiply sizes unchecked, as they may after the
    * executor's binding: every value's element count must fit in int64
    * at the bound sizes. */
