@@ -169,7 +169,7 @@ def test_persistent_softmax_with_argmax():
 
 def test_rank0():
     with fz.FusionDefinition("arg_scalar") as fd:
-        x = fd.define_tensor(shape=[], dtype=torch.float32)
+        x = fd.define_scalar(dtype=torch.float32)
         fd.add_output(fd.ops.argmax(x))
     (got,) = fd.execute([torch.tensor(3.5, device=DEV)])
     assert got.item() == 0 and got.dtype == torch.int64, got
