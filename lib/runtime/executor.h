@@ -115,6 +115,13 @@ struct fz_executor {
    * exact sizes, no kernel shared by a size class (fz_problem's
    * exact_sizes), to measure what sharing costs. */
   bool exact_sizes;
+  /* Whether the fusion's sizes changed between calls: the symbol values
+   * of the first signature miss are kept, and once a miss binds others,
+   * plans share kernels by size class for good. Until then (a fusion run
+   * at one size, as in most static-shape programs) each signature gets
+   * its exact plan, which at some sizes is faster than the class's. */
+  int64_t *first_symbols;
+  bool sizes_seen, sizes_vary;
   /* fz_executor_set_allocator: scratch memory from the caller's allocator
    * per call instead of the built-in blocks. */
   bool has_allocator;

@@ -312,12 +312,22 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                          .max_threads_per_block = props->max_threads_per_block,
                          .max_shared_per_block = props->max_shared_per_block,
                          .l2_bytes = props->l2_bytes};
+  size_t symbol_bytes = sizeof(int64_t) * (size_t)f->num_symbols;
+  if (!ex->sizes_seen) {
+    ex->first_symbols = fz_arena_alloc(ex->arena, symbol_bytes + 1);
+    if (symbol_bytes)
+      memcpy(ex->first_symbols, b->values, symbol_bytes);
+    ex->sizes_seen = true;
+  } else if (symbol_bytes &&
+             memcmp(ex->first_symbols, b->values, symbol_bytes) != 0) {
+    ex->sizes_vary = true;
+  }
   fz_problem problem = {.fusion = f,
                         .inputs = di,
                         .outputs = dout,
                         .symbols = b->values,
                         .device = info,
-                        .exact_sizes = ex->exact_sizes};
+                        .exact_sizes = ex->exact_sizes || !ex->sizes_vary};
 
   /* Every output empty: nothing to compute, so nothing is segmented or
    * scheduled (heuristics need not cope with empty spaces); the entry has
