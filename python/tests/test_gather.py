@@ -9,30 +9,19 @@ pytest). Without torch, CUDA or a GPU it prints "SKIPPED: ..." and exits 77.
 
 import os
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                os.pardir))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, os.pardir))
 
-SKIP = 77
+import fzcheck  # noqa: E402
 
-
-def skip(why):
-    print("SKIPPED: %s" % why)
-    sys.exit(SKIP)
-
-
-try:
-    import torch
-except ImportError as e:
-    skip("no torch (%s)" % e)
-if not torch.cuda.is_available():
-    skip("no GPU (torch.cuda.is_available() is False)")
+torch = fzcheck.require_torch_cuda()
 
 import fz  # noqa: E402
 
 DEV = torch.device("cuda", 0)
-SEED = int(os.environ.get("FZ_TEST_SEED", time.time_ns() % (1 << 31)))
+SEED = fzcheck.seed()
 GEN = torch.Generator(device=DEV).manual_seed(SEED)
 
 
@@ -170,19 +159,7 @@ def main():
     print("fz %s, torch %s on %s, seed %d" % (
         fz.version(), torch.__version__, torch.cuda.get_device_name(DEV),
         SEED))
-    failed = 0
-    for name, fn in sorted(globals().items()):
-        if not name.startswith("test_") or not callable(fn):
-            continue
-        try:
-            fn()
-            torch.cuda.synchronize()
-            print("PASS %s" % name)
-        except Exception as e:
-            failed += 1
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-    print("%d failed" % failed if failed else "all passed")
-    return 1 if failed else 0
+    return fzcheck.run_tests(globals(), sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -15,30 +15,19 @@ or more standard deviations away.
 
 import os
 import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                os.pardir))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, os.pardir))
 
-SKIP = 77
+import fzcheck  # noqa: E402
 
-
-def skip(why):
-    print("SKIPPED: %s" % why)
-    sys.exit(SKIP)
-
-
-try:
-    import torch
-except ImportError as e:
-    skip("no torch (%s)" % e)
-if not torch.cuda.is_available():
-    skip("no GPU (torch.cuda.is_available() is False)")
+torch = fzcheck.require_torch_cuda()
 
 import fz  # noqa: E402
 
 DEV = torch.device("cuda", 0)
-SEED = int(os.environ.get("FZ_TEST_SEED", time.time_ns() % (1 << 31)))
+SEED = fzcheck.seed()
 GEN = torch.Generator(device=DEV).manual_seed(SEED)
 
 
@@ -208,22 +197,7 @@ def main():
     print("fz %s from %s, torch %s on %s, seed %d" % (
         fz.version(), fz.lib().path, torch.__version__,
         torch.cuda.get_device_name(DEV), SEED))
-    tests = [(k, v) for k, v in sorted(globals().items())
-             if k.startswith("test_") and callable(v)]
-    only = sys.argv[1:]
-    failed = 0
-    for name, fn in tests:
-        if only and name not in only:
-            continue
-        try:
-            fn()
-            torch.cuda.synchronize()
-            print("PASS %s" % name)
-        except Exception as e:  # report every test, then fail
-            failed += 1
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-    print("%d failed" % failed if failed else "all passed")
-    return 1 if failed else 0
+    return fzcheck.run_tests(globals(), sys.argv[1:])
 
 
 if __name__ == "__main__":
