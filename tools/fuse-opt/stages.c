@@ -63,9 +63,11 @@ typedef struct stage_problem {
 static fz_status make_problem(fz_fusion *f, const fo_options *o, FILE *out,
                               stage_problem *sp, fz_error *err) {
   sp->arena = fz_arena_create();
-  /* as the executor does: resize ops move to the inputs before any
-   * scheduling (a no-op without them) */
+  /* as the executor does: resize ops, then gathers, move to the inputs
+   * before any scheduling (no-ops without them) */
   fz_status st = fz_pass_resize_pushdown(f, err);
+  if (!st)
+    st = fz_pass_gather_pushdown(f, err);
   if (!st)
     st = fo_bind_symbols(f, o, out, &sp->symbols, err);
   /* The schedulers multiply sizes unchecked, as they may after the
