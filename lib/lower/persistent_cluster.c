@@ -42,6 +42,32 @@ static int row_reduces(const fz_plan *p) {
   return n ? n : 1;
 }
 
+/* The 8-byte words one slot takes: the widest partial of a row REDUCE
+ * node (one for sum, prod, amax and amin; an arg-reduction's pair or a
+ * Welford state takes more). */
+static int slot_words(const fz_plan *p) {
+  size_t most = 8;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_REDUCE || n->space != FZ_SPACE_ROW)
+      continue;
+    size_t bytes = fz_reduce_state_bytes(n->code, fz_plan_reduce_acc(p, n));
+    if (bytes > most)
+      most = bytes;
+  }
+  return (int)((most + 7) / 8);
+}
+
+/* Slot r of the half starting at slot `first`, in i64 words. */
+static LLVMValueRef slot_index(fz_emit *e, int words, LLVMValueRef first,
+                               int r) {
+  LLVMValueRef at =
+      LLVMBuildAdd(e->b, first, i32c(e, (unsigned)r), "");
+  if (words > 1)
+    at = LLVMBuildMul(e->b, at, i32c(e, (unsigned)words), "");
+  return at;
+}
+
 /* Blocks of at most 512 threads were sized to share an SM two at a time
  * (lib/sched/persistent_cluster.c): ptxas is told so (.minnctapersm 2),
  * which keeps it to 64 registers a thread. */
@@ -78,8 +104,10 @@ bool fz_pers_cluster_entry(pers *s) {
   s->row_tx = LLVMBuildNUWAdd(b, first, s->tx, "row.tx");
   s->row_threads = p->cluster * p->block_x;
 
-  /* two halves of 8-byte slots, one per row REDUCE node */
-  LLVMTypeRef t = LLVMArrayType2(e->t_i64, 2 * (uint64_t)row_reduces(p));
+  /* two halves of slots (8-byte words each, slot_words), one per row
+   * REDUCE node */
+  LLVMTypeRef t = LLVMArrayType2(
+      e->t_i64, 2 * (uint64_t)row_reduces(p) * (uint64_t)slot_words(p));
   s->cl_slots = LLVMAddGlobalInAddressSpace(e->mod, t, "fz_cluster_slots", 3);
   LLVMSetLinkage(s->cl_slots, LLVMInternalLinkage);
   LLVMSetInitializer(s->cl_slots, LLVMGetUndef(t));
@@ -119,9 +147,10 @@ bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,
   LLVMBuildStore(b, LLVMBuildXor(b, half, i32c(e, 1), ""), s->cl_parity);
   LLVMValueRef first =
       LLVMBuildMul(b, half, i32c(e, (unsigned)slots), "cluster.first");
+  int words = slot_words(p);
   LLVMValueRef own[FZ_LOWER_MAX_COLUMNS];
   for (int r = 0; r < rs->count; r++) {
-    LLVMValueRef at = LLVMBuildAdd(b, first, i32c(e, (unsigned)r), "");
+    LLVMValueRef at = slot_index(e, words, first, r);
     own[r] = LLVMBuildInBoundsGEP2(b, e->t_i64, s->cl_slots, &at, 1, "");
   }
 
@@ -134,8 +163,8 @@ bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,
   cluster_barrier(e);
 
   for (int r = 0; r < rs->count; r++) {
-    LLVMTypeRef t = fz_emit_reg_type(e, rs->acc[r]);
-    LLVMValueRef at = LLVMBuildAdd(b, first, i32c(e, (unsigned)r), "");
+    LLVMTypeRef t = fz_reduce_state_type(e, rs->code[r], rs->acc[r]);
+    LLVMValueRef at = slot_index(e, words, first, r);
     LLVMValueRef slot =
         LLVMBuildInBoundsGEP2(b, e->t_i64, s->cl_remote, &at, 1, "");
     char name[32];
