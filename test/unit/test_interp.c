@@ -8,29 +8,12 @@
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------- */
-
-/* A row-major host tensor over data; sizes follow as ints. */
-static fz_host_tensor ht(fz_dtype dtype, void *data, int rank, ...) {
-  fz_host_tensor t = {.dtype = dtype, .rank = rank, .data = data};
-  va_list ap;
-  va_start(ap, rank);
-  for (int i = 0; i < rank; i++)
-    t.sizes[i] = va_arg(ap, int);
-  va_end(ap);
-  int64_t s = 1;
-  for (int i = rank - 1; i >= 0; i--) {
-    t.strides[i] = s;
-    s *= t.sizes[i];
-  }
-  return t;
-}
 
 static fz_status interp(const char *text, fz_host_tensor *in, int nin,
                         fz_host_tensor *out, int nout, fz_error *err) {
@@ -147,9 +130,10 @@ static cell op_cells(const char *op, const char *in, const char *out, int arity,
                arity > 2 ? args[2] : args[0]};
   cell r;
   memset(&r, 0xA5, sizeof r);
-  fz_host_tensor ins[3] = {ht(di, &a[0], 1, 1), ht(di, &a[1], 1, 1),
-                           ht(di, &a[2], 1, 1)};
-  fz_host_tensor outs[1] = {ht(dout, &r, 1, 1)};
+  fz_host_tensor ins[3] = {test_host_tensor(di, &a[0], 1, 1),
+                           test_host_tensor(di, &a[1], 1, 1),
+                           test_host_tensor(di, &a[2], 1, 1)};
+  fz_host_tensor outs[1] = {test_host_tensor(dout, &r, 1, 1)};
   run_ok(text, ins, 3, outs, 1);
   return r;
 }
@@ -604,7 +588,8 @@ static void nan_to_num_case(fz_dtype d, const double *posinf, double nan,
   size_t size = fz_dtype_size(d);
   for (int i = 0; i < 4; i++)
     memcpy(src + size * (size_t)i, &ci[i], size);
-  fz_host_tensor hin[1] = {ht(d, src, 1, 4)}, hout[1] = {ht(d, dst, 1, 4)};
+  fz_host_tensor hin[1] = {test_host_tensor(d, src, 1, 4)},
+                 hout[1] = {test_host_tensor(d, dst, 1, 4)};
   ck_assert_msg(fz_interpret(f, hin, 1, hout, 1, &err) == FZ_OK, "%s",
                 err.message);
   for (int i = 0; i < 4; i++) {
@@ -652,8 +637,8 @@ END_TEST
  * is its value, in the reduction's dtype. */
 START_TEST(reductions_over_no_dims_follow_pytorch) {
   float x[6] = {1, 2, 3, 4, 5, 6}, all = 0;
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 2, 3)}, out[1] = {
-                                                       ht(FZ_F32, &all, 0)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 2, 3)},
+                 out[1] = {test_host_tensor(FZ_F32, &all, 0)};
   run_ok("fusion @t(%x: f32[2, 3]) {\n"
          "  %s = sum %x dims() : f32\n"
          "  return %s\n"
@@ -661,7 +646,8 @@ START_TEST(reductions_over_no_dims_follow_pytorch) {
          in, 1, out, 1);
   ck_assert_float_eq(all, 21.0f);
   float v = -2.5f, m = 0;
-  fz_host_tensor sin[1] = {ht(FZ_F32, &v, 0)}, sout[1] = {ht(FZ_F32, &m, 0)};
+  fz_host_tensor sin[1] = {test_host_tensor(FZ_F32, &v, 0)},
+                 sout[1] = {test_host_tensor(FZ_F32, &m, 0)};
   run_ok("fusion @t(%v: f32) {\n"
          "  %m = amax %v dims(-1) keepdim : f32\n"
          "  return %m\n"
@@ -670,7 +656,8 @@ START_TEST(reductions_over_no_dims_follow_pytorch) {
   ck_assert_float_eq(m, -2.5f);
   uint8_t b = 1;
   int64_t n = 0;
-  fz_host_tensor bin[1] = {ht(FZ_BOOL, &b, 0)}, bout[1] = {ht(FZ_I64, &n, 0)};
+  fz_host_tensor bin[1] = {test_host_tensor(FZ_BOOL, &b, 0)},
+                 bout[1] = {test_host_tensor(FZ_I64, &n, 0)};
   run_ok("fusion @t(%b: bool) {\n"
          "  %n = sum %b dims(0) : i64\n"
          "  return %n\n"
@@ -706,8 +693,9 @@ START_TEST(ternary_ops) {
                      "}\n";
   uint8_t c[4] = {1, 0, 1, 0};
   float x[4] = {10, 20, NAN, 40}, r[4];
-  fz_host_tensor in[2] = {ht(FZ_BOOL, c, 1, 4), ht(FZ_F32, x, 1, 4)};
-  fz_host_tensor out[1] = {ht(FZ_F32, r, 1, 4)};
+  fz_host_tensor in[2] = {test_host_tensor(FZ_BOOL, c, 1, 4),
+                          test_host_tensor(FZ_F32, x, 1, 4)};
+  fz_host_tensor out[1] = {test_host_tensor(FZ_F32, r, 1, 4)};
   run_ok(text, in, 2, out, 1);
   ck_assert_float_eq(r[0], 10.0f);
   ck_assert_float_eq(r[1], -1.0f);
@@ -861,8 +849,8 @@ START_TEST(promotion_results) {
                        "}\n";
     float x[2] = {0.1f, 0.2f};
     uint8_t r[2] = {9, 9};
-    fz_host_tensor in[1] = {ht(FZ_F32, x, 1, 2)};
-    fz_host_tensor out[1] = {ht(FZ_BOOL, r, 1, 2)};
+    fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 1, 2)};
+    fz_host_tensor out[1] = {test_host_tensor(FZ_BOOL, r, 1, 2)};
     run_ok(text, in, 1, out, 1);
     ck_assert_int_eq(r[0], 1);
     ck_assert_int_eq(r[1], 0);
@@ -875,8 +863,8 @@ START_TEST(promotion_results) {
                        "}\n";
     int32_t x[2] = {16777217, 3};
     float r[2];
-    fz_host_tensor in[1] = {ht(FZ_I32, x, 1, 2)};
-    fz_host_tensor out[1] = {ht(FZ_F32, r, 1, 2)};
+    fz_host_tensor in[1] = {test_host_tensor(FZ_I32, x, 1, 2)};
+    fz_host_tensor out[1] = {test_host_tensor(FZ_F32, r, 1, 2)};
     run_ok(text, in, 1, out, 1);
     ck_assert_float_eq(r[0], 16777216.0f);
     ck_assert_float_eq(r[1], 3.5f);
@@ -892,9 +880,11 @@ START_TEST(promotion_results) {
     double s = 0.25, r[2];
     uint16_t h[2] = {fz_f16_from_double(1.5), fz_f16_from_double(30000)};
     uint16_t q[2];
-    fz_host_tensor in[3] = {ht(FZ_I32, x, 1, 2), ht(FZ_F64, &s, 0),
-                            ht(FZ_F16, h, 1, 2)};
-    fz_host_tensor out[2] = {ht(FZ_F64, r, 1, 2), ht(FZ_F16, q, 1, 2)};
+    fz_host_tensor in[3] = {test_host_tensor(FZ_I32, x, 1, 2),
+                            test_host_tensor(FZ_F64, &s, 0),
+                            test_host_tensor(FZ_F16, h, 1, 2)};
+    fz_host_tensor out[2] = {test_host_tensor(FZ_F64, r, 1, 2),
+                             test_host_tensor(FZ_F16, q, 1, 2)};
     run_ok(text, in, 3, out, 2);
     ck_assert_double_eq(r[0], 1.25);
     ck_assert_double_eq(r[1], 16777217.25);
@@ -911,8 +901,8 @@ START_TEST(promotion_results) {
                        "  return %r\n"
                        "}\n";
     uint16_t h = 0x3c01, r;
-    fz_host_tensor in[1] = {ht(FZ_F16, &h, 1, 1)};
-    fz_host_tensor out[1] = {ht(FZ_F16, &r, 1, 1)};
+    fz_host_tensor in[1] = {test_host_tensor(FZ_F16, &h, 1, 1)};
+    fz_host_tensor out[1] = {test_host_tensor(FZ_F16, &r, 1, 1)};
     run_ok(text, in, 1, out, 1);
     ck_assert_int_eq(r, 0x4001);
   }
@@ -929,10 +919,12 @@ START_TEST(promotion_results) {
     int32_t b[2] = {100, -100}, r[2];
     uint8_t c[2] = {1, 0}, t[2];
     int8_t s[2];
-    fz_host_tensor in[3] = {ht(FZ_I8, a, 1, 2), ht(FZ_I32, b, 1, 2),
-                            ht(FZ_BOOL, c, 1, 2)};
-    fz_host_tensor out[3] = {ht(FZ_I32, r, 1, 2), ht(FZ_I8, s, 1, 2),
-                             ht(FZ_BOOL, t, 1, 2)};
+    fz_host_tensor in[3] = {test_host_tensor(FZ_I8, a, 1, 2),
+                            test_host_tensor(FZ_I32, b, 1, 2),
+                            test_host_tensor(FZ_BOOL, c, 1, 2)};
+    fz_host_tensor out[3] = {test_host_tensor(FZ_I32, r, 1, 2),
+                             test_host_tensor(FZ_I8, s, 1, 2),
+                             test_host_tensor(FZ_BOOL, t, 1, 2)};
     run_ok(text, in, 3, out, 3);
     ck_assert_int_eq(r[0], 200);
     ck_assert_int_eq(r[1], -200);
@@ -967,11 +959,13 @@ START_TEST(intermediates_hold_only_their_dtype) {
   int32_t i = 1 << 30;
   int64_t k = 0;
   double m = 0;
-  fz_host_tensor in[4] = {ht(FZ_F32, &x, 1, 1), ht(FZ_F16, &h, 1, 1),
-                          ht(FZ_I32, &i, 1, 1), ht(FZ_F16, g, 1, 2)};
-  fz_host_tensor out[5] = {ht(FZ_F32, &b, 1, 1), ht(FZ_F16, &d, 1, 1),
-                           ht(FZ_I64, &k, 1, 1), ht(FZ_F64, &m, 1, 1),
-                           ht(FZ_F16, &n, 0)};
+  fz_host_tensor in[4] = {
+      test_host_tensor(FZ_F32, &x, 1, 1), test_host_tensor(FZ_F16, &h, 1, 1),
+      test_host_tensor(FZ_I32, &i, 1, 1), test_host_tensor(FZ_F16, g, 1, 2)};
+  fz_host_tensor out[5] = {
+      test_host_tensor(FZ_F32, &b, 1, 1), test_host_tensor(FZ_F16, &d, 1, 1),
+      test_host_tensor(FZ_I64, &k, 1, 1), test_host_tensor(FZ_F64, &m, 1, 1),
+      test_host_tensor(FZ_F16, &n, 0)};
   run_ok(text, in, 4, out, 5);
   ck_assert_float_eq(b, 0.0f);    /* 1 + 1e-9 is 1 in f32 */
   ck_assert_int_eq(d, 0x0000);    /* 1 + 1e-4 is 1 in f16 */
@@ -991,10 +985,12 @@ START_TEST(scalar_inputs_and_outputs) {
   float x[3] = {1, 2, 3}, y[3], s;
   double eps = 0.5;
   int32_t k = 21, z;
-  fz_host_tensor in[3] = {ht(FZ_F32, x, 1, 3), ht(FZ_F64, &eps, 0),
-                          ht(FZ_I32, &k, 0)};
-  fz_host_tensor out[3] = {ht(FZ_F32, y, 1, 3), ht(FZ_I32, &z, 0),
-                           ht(FZ_F32, &s, 0)};
+  fz_host_tensor in[3] = {test_host_tensor(FZ_F32, x, 1, 3),
+                          test_host_tensor(FZ_F64, &eps, 0),
+                          test_host_tensor(FZ_I32, &k, 0)};
+  fz_host_tensor out[3] = {test_host_tensor(FZ_F32, y, 1, 3),
+                           test_host_tensor(FZ_I32, &z, 0),
+                           test_host_tensor(FZ_F32, &s, 0)};
   run_ok(text, in, 3, out, 3);
   ck_assert_float_eq(y[0], 1.5f);
   ck_assert_float_eq(y[2], 3.5f);
@@ -1016,15 +1012,17 @@ START_TEST(symbol_reads_are_bound_sizes) {
                      "}\n";
   float x[6] = {1, 2, 3, 4, 5, 6}, m[3];
   int64_t c;
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 3, 2)};
-  fz_host_tensor out[2] = {ht(FZ_F32, m, 1, 3), ht(FZ_I64, &c, 0)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 3, 2)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_F32, m, 1, 3),
+                           test_host_tensor(FZ_I64, &c, 0)};
   run_ok(text, in, 1, out, 2);
   ck_assert_float_eq(m[0], 1.5f);
   ck_assert_float_eq(m[2], 5.5f);
   ck_assert_int_eq(c, 6);
   /* The same fusion at another size reads the new sizes. */
-  fz_host_tensor in2[1] = {ht(FZ_F32, x, 2, 2, 3)};
-  fz_host_tensor out2[2] = {ht(FZ_F32, m, 1, 2), ht(FZ_I64, &c, 0)};
+  fz_host_tensor in2[1] = {test_host_tensor(FZ_F32, x, 2, 2, 3)};
+  fz_host_tensor out2[2] = {test_host_tensor(FZ_F32, m, 1, 2),
+                            test_host_tensor(FZ_I64, &c, 0)};
   run_ok(text, in2, 1, out2, 2);
   ck_assert_float_eq(m[0], 2.0f);
   ck_assert_float_eq(m[1], 5.0f);
@@ -1045,8 +1043,9 @@ START_TEST(symbol_read_needs_a_binding) {
   ck_assert_int_eq(fz_add_output(f, m, &err), FZ_OK);
   float x[2] = {1, 2}, y[2];
   int64_t v;
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 1, 2)};
-  fz_host_tensor out[2] = {ht(FZ_F32, y, 1, 2), ht(FZ_I64, &v, 0)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 1, 2)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_F32, y, 1, 2),
+                           test_host_tensor(FZ_I64, &v, 0)};
   ck_assert_int_eq(fz_interpret(f, in, 1, out, 2, &err), FZ_ERR_ARGUMENT);
   ck_assert_msg(strstr(err.message, "%m: symbol M is not bound by any input"),
                 "%s", err.message);
@@ -1074,7 +1073,7 @@ static void reduce_234(const char *op, const char *dims, bool keepdim,
            op, dims, keepdim ? " keepdim" : "", rtype);
   float x[24];
   fill_234(x);
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 3, 2, 3, 4)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 3, 2, 3, 4)};
   fz_host_tensor o = {.dtype = FZ_F32, .rank = rank, .data = out};
   int64_t s = 1;
   for (int i = rank - 1; i >= 0; i--) {
@@ -1132,8 +1131,9 @@ START_TEST(amax_amin_propagate_nan) {
                      "  return %a, %b\n"
                      "}\n";
   float x[6] = {1, NAN, 3, -INFINITY, -1, -2}, a[2], b[2];
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 2, 3)};
-  fz_host_tensor out[2] = {ht(FZ_F32, a, 1, 2), ht(FZ_F32, b, 1, 2)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 2, 3)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_F32, a, 1, 2),
+                           test_host_tensor(FZ_F32, b, 1, 2)};
   run_ok(text, in, 1, out, 2);
   ck_assert_float_nan(a[0]);
   ck_assert_float_nan(b[0]);
@@ -1161,11 +1161,13 @@ START_TEST(reductions_accumulate_wide_and_round_once) {
   int32_t i[3] = {INT32_MAX, INT32_MAX, 2};
   uint8_t c[4] = {1, 0, 1, 1};
   int64_t u, v, w;
-  fz_host_tensor in[4] = {ht(FZ_F32, x, 1, 3), ht(FZ_F16, h, 1, 3),
-                          ht(FZ_I32, i, 1, 3), ht(FZ_BOOL, c, 1, 4)};
-  fz_host_tensor out[5] = {ht(FZ_F32, &s, 0), ht(FZ_F16, &t, 0),
-                           ht(FZ_I64, &u, 0), ht(FZ_I64, &v, 0),
-                           ht(FZ_I64, &w, 0)};
+  fz_host_tensor in[4] = {
+      test_host_tensor(FZ_F32, x, 1, 3), test_host_tensor(FZ_F16, h, 1, 3),
+      test_host_tensor(FZ_I32, i, 1, 3), test_host_tensor(FZ_BOOL, c, 1, 4)};
+  fz_host_tensor out[5] = {
+      test_host_tensor(FZ_F32, &s, 0), test_host_tensor(FZ_F16, &t, 0),
+      test_host_tensor(FZ_I64, &u, 0), test_host_tensor(FZ_I64, &v, 0),
+      test_host_tensor(FZ_I64, &w, 0)};
   run_ok(text, in, 4, out, 5);
   ck_assert_float_eq(s, 1.0f);
   ck_assert_double_eq(fz_f16_to_double(t), 2050.0);
@@ -1192,10 +1194,12 @@ START_TEST(f32_accumulators_overflow_as_on_the_gpu) {
   uint16_t h[3] = {fz_bf16_from_double(3e38), fz_bf16_from_double(3e38),
                    fz_bf16_from_double(-3e38)};
   uint16_t sh;
-  fz_host_tensor in[3] = {ht(FZ_F32, x, 1, 3), ht(FZ_F64, d, 1, 3),
-                          ht(FZ_BF16, h, 1, 3)};
-  fz_host_tensor out[4] = {ht(FZ_F32, &s, 0), ht(FZ_F32, &p, 0),
-                           ht(FZ_F64, &sd, 0), ht(FZ_BF16, &sh, 0)};
+  fz_host_tensor in[3] = {test_host_tensor(FZ_F32, x, 1, 3),
+                          test_host_tensor(FZ_F64, d, 1, 3),
+                          test_host_tensor(FZ_BF16, h, 1, 3)};
+  fz_host_tensor out[4] = {
+      test_host_tensor(FZ_F32, &s, 0), test_host_tensor(FZ_F32, &p, 0),
+      test_host_tensor(FZ_F64, &sd, 0), test_host_tensor(FZ_BF16, &sh, 0)};
   run_ok(text, in, 3, out, 4);
   ck_assert_float_eq(s, INFINITY);
   ck_assert_float_eq(p, -INFINITY);
@@ -1204,17 +1208,17 @@ START_TEST(f32_accumulators_overflow_as_on_the_gpu) {
 
   /* Back in range in time: no partial result leaves it. */
   float y[3] = {3e38f, -3e38f, 3e38f};
-  in[0] = ht(FZ_F32, y, 1, 3);
+  in[0] = test_host_tensor(FZ_F32, y, 1, 3);
   run_ok(text, in, 3, out, 4);
   ck_assert_float_eq(s, 3e38f);
 
   /* An infinite partial result meets an opposite infinity: NaN; the
    * largest finite values add up to inf, and FLT_MAX stays finite. */
   float z[3] = {FLT_MAX, FLT_MAX, -INFINITY}, m[3] = {FLT_MAX, 0, 0};
-  in[0] = ht(FZ_F32, z, 1, 3);
+  in[0] = test_host_tensor(FZ_F32, z, 1, 3);
   run_ok(text, in, 3, out, 4);
   ck_assert_float_nan(s);
-  in[0] = ht(FZ_F32, m, 1, 3);
+  in[0] = test_host_tensor(FZ_F32, m, 1, 3);
   run_ok(text, in, 3, out, 4);
   ck_assert_float_eq(s, FLT_MAX);
   ck_assert_float_eq(p, 0.0f);
@@ -1227,8 +1231,8 @@ START_TEST(amax_over_empty_axis_is_an_error) {
                      "  return %a\n"
                      "}\n";
   float x[1], a[2];
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 2, 0)};
-  fz_host_tensor out[1] = {ht(FZ_F32, a, 1, 2)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 2, 0)};
+  fz_host_tensor out[1] = {test_host_tensor(FZ_F32, a, 1, 2)};
   run_fails(text, in, 1, out, 1, FZ_ERR_INVALID, "empty axis");
   /* a sum over an empty axis is 0 */
   const char *sum = "fusion @t(%x: f32[2, N]) {\n"
@@ -1253,8 +1257,10 @@ static const char *ADD_SUM = "fusion @t(%x: f32[2, 3], %y: f32[2, 3]) {\n"
 START_TEST(permuted_and_zero_strides_read_the_same_values) {
   float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {10, 20, 30, 10, 20, 30};
   float a_ref[6], s_ref[3];
-  fz_host_tensor in[2] = {ht(FZ_F32, x, 2, 2, 3), ht(FZ_F32, y, 2, 2, 3)};
-  fz_host_tensor out[2] = {ht(FZ_F32, a_ref, 2, 2, 3), ht(FZ_F32, s_ref, 1, 3)};
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, x, 2, 2, 3),
+                          test_host_tensor(FZ_F32, y, 2, 2, 3)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_F32, a_ref, 2, 2, 3),
+                           test_host_tensor(FZ_F32, s_ref, 1, 3)};
   run_ok(ADD_SUM, in, 2, out, 2);
   expect_floats(a_ref, (float[]){11, 22, 33, 14, 25, 36}, 6);
   expect_floats(s_ref, (float[]){25, 47, 69}, 3);
@@ -1274,8 +1280,8 @@ START_TEST(permuted_and_zero_strides_read_the_same_values) {
 
   /* y reversed through negative strides */
   float yrev[6] = {30, 20, 10, 30, 20, 10};
-  in[0] = ht(FZ_F32, x, 2, 2, 3);
-  in[1] = ht(FZ_F32, yrev + 5, 2, 2, 3);
+  in[0] = test_host_tensor(FZ_F32, x, 2, 2, 3);
+  in[1] = test_host_tensor(FZ_F32, yrev + 5, 2, 2, 3);
   in[1].strides[0] = -3;
   in[1].strides[1] = -1;
   memset(a, 0, sizeof a);
@@ -1291,9 +1297,11 @@ START_TEST(outputs_written_through_their_strides) {
     a[i] = -99;
   for (int i = 0; i < 8; i++)
     s[i] = -99;
-  fz_host_tensor in[2] = {ht(FZ_F32, x, 2, 2, 3), ht(FZ_F32, y, 2, 2, 3)};
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, x, 2, 2, 3),
+                          test_host_tensor(FZ_F32, y, 2, 2, 3)};
   /* a column-major; s every other element */
-  fz_host_tensor out[2] = {ht(FZ_F32, a, 2, 2, 3), ht(FZ_F32, s, 1, 3)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_F32, a, 2, 2, 3),
+                           test_host_tensor(FZ_F32, s, 1, 3)};
   out[0].strides[0] = 1;
   out[0].strides[1] = 2;
   out[1].strides[0] = 2;
@@ -1328,11 +1336,13 @@ START_TEST(long_rows_and_column_major_walks) {
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 1000; j++)
       x[j * 3 + i] = (float)(i * 1000 + j); /* column-major */
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 3, 1000)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 3, 1000)};
   in[0].strides[0] = 1;
   in[0].strides[1] = 3;
-  fz_host_tensor out[4] = {ht(FZ_F32, y, 2, 3, 1000), ht(FZ_F32, r, 1, 3),
-                           ht(FZ_F32, c, 1, 1000), ht(FZ_F32, f, 1, 3000)};
+  fz_host_tensor out[4] = {test_host_tensor(FZ_F32, y, 2, 3, 1000),
+                           test_host_tensor(FZ_F32, r, 1, 3),
+                           test_host_tensor(FZ_F32, c, 1, 1000),
+                           test_host_tensor(FZ_F32, f, 1, 3000)};
   run_ok(text, in, 1, out, 4);
   for (int i = 0; i < 3; i++) {
     ck_assert_float_eq(r[i], 2000000.0f * (float)i + 999000.0f);
@@ -1359,9 +1369,10 @@ START_TEST(broadcast_expand_squeeze) {
                      "  return %d, %e, %c\n"
                      "}\n";
   float x[6] = {1, 2, 3, 4, 5, 6}, d[6], e[6], c[2];
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 2, 3)};
-  fz_host_tensor out[3] = {ht(FZ_F32, d, 2, 2, 3), ht(FZ_F32, e, 2, 2, 3),
-                           ht(FZ_F32, c, 2, 1, 2)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 2, 3)};
+  fz_host_tensor out[3] = {test_host_tensor(FZ_F32, d, 2, 2, 3),
+                           test_host_tensor(FZ_F32, e, 2, 2, 3),
+                           test_host_tensor(FZ_F32, c, 2, 1, 2)};
   run_ok(text, in, 1, out, 3);
   expect_floats(d, (float[]){-5, -4, -3, -11, -10, -9}, 6);
   expect_floats(e, (float[]){6, 6, 6, 15, 15, 15}, 6);
@@ -1375,8 +1386,9 @@ START_TEST(b1_operands_stretch_in_pointwise_ops) {
                      "  return %m\n"
                      "}\n";
   float x[6] = {1, 2, 3, 4, 5, 6}, w[3] = {1, 10, 100}, m[6];
-  fz_host_tensor in[2] = {ht(FZ_F32, x, 2, 2, 3), ht(FZ_F32, w, 2, 1, 3)};
-  fz_host_tensor out[1] = {ht(FZ_F32, m, 2, 2, 3)};
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, x, 2, 2, 3),
+                          test_host_tensor(FZ_F32, w, 2, 1, 3)};
+  fz_host_tensor out[1] = {test_host_tensor(FZ_F32, m, 2, 2, 3)};
   run_ok(text, in, 2, out, 1);
   expect_floats(m, (float[]){1, 20, 300, 4, 50, 600}, 6);
 }
@@ -1388,9 +1400,9 @@ START_TEST(expanded_input_axis) {
                      "  return %s\n"
                      "}\n";
   float x[2] = {1.5f, 2.0f}, s[2];
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 4, 2)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 4, 2)};
   in[0].strides[0] = 0;
-  fz_host_tensor out[1] = {ht(FZ_F32, s, 1, 2)};
+  fz_host_tensor out[1] = {test_host_tensor(FZ_F32, s, 1, 2)};
   run_ok(text, in, 1, out, 1);
   expect_floats(s, (float[]){6, 8}, 2);
 }
@@ -1405,9 +1417,11 @@ START_TEST(permute_and_reshape_are_logical) {
                      "  return %p, %r, %pr, %rr\n"
                      "}\n";
   float x[6] = {1, 2, 3, 4, 5, 6}, p[6], r[6], pr[6], rr[6];
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 2, 3)};
-  fz_host_tensor out[4] = {ht(FZ_F32, p, 2, 3, 2), ht(FZ_F32, r, 2, 3, 2),
-                           ht(FZ_F32, pr, 1, 6), ht(FZ_F32, rr, 2, 1, 6)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 2, 3)};
+  fz_host_tensor out[4] = {test_host_tensor(FZ_F32, p, 2, 3, 2),
+                           test_host_tensor(FZ_F32, r, 2, 3, 2),
+                           test_host_tensor(FZ_F32, pr, 1, 6),
+                           test_host_tensor(FZ_F32, rr, 2, 1, 6)};
   run_ok(text, in, 1, out, 4);
   expect_floats(p, (float[]){1, 4, 2, 5, 3, 6}, 6);
   expect_floats(r, (float[]){1, 2, 3, 4, 5, 6}, 6);
@@ -1433,8 +1447,9 @@ START_TEST(set_copies_and_inputs_can_be_outputs) {
                      "  return %y, %x\n"
                      "}\n";
   int32_t x[3] = {7, -8, 9}, y[3], z[3];
-  fz_host_tensor in[1] = {ht(FZ_I32, x, 1, 3)};
-  fz_host_tensor out[2] = {ht(FZ_I32, y, 1, 3), ht(FZ_I32, z, 1, 3)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_I32, x, 1, 3)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_I32, y, 1, 3),
+                           test_host_tensor(FZ_I32, z, 1, 3)};
   run_ok(text, in, 1, out, 2);
   for (int i = 0; i < 3; i++) {
     ck_assert_int_eq(y[i], x[i]);
@@ -1457,10 +1472,11 @@ START_TEST(iota_and_full) {
   uint16_t f[8];
   uint8_t b[4];
   int8_t n[4];
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 1, 4)};
-  fz_host_tensor out[5] = {ht(FZ_I64, i, 1, 4), ht(FZ_F32, g, 1, 4),
-                           ht(FZ_F16, f, 2, 2, 4), ht(FZ_BOOL, b, 1, 4),
-                           ht(FZ_I8, n, 1, 4)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 1, 4)};
+  fz_host_tensor out[5] = {
+      test_host_tensor(FZ_I64, i, 1, 4), test_host_tensor(FZ_F32, g, 1, 4),
+      test_host_tensor(FZ_F16, f, 2, 2, 4), test_host_tensor(FZ_BOOL, b, 1, 4),
+      test_host_tensor(FZ_I8, n, 1, 4)};
   run_ok(text, in, 1, out, 5);
   for (int k = 0; k < 4; k++) {
     ck_assert_int_eq(i[k], 2 + 3 * k);
@@ -1482,8 +1498,9 @@ static const char *BIND = "fusion @t(%x: f32[N, 4], %y: f32[N, b1]) {\n"
 
 START_TEST(bind_errors_name_the_input_and_axis) {
   float x[12] = {0}, y[3] = {0}, a[12];
-  fz_host_tensor in[2] = {ht(FZ_F32, x, 2, 3, 4), ht(FZ_F32, y, 2, 3, 1)};
-  fz_host_tensor out[1] = {ht(FZ_F32, a, 2, 3, 4)};
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, x, 2, 3, 4),
+                          test_host_tensor(FZ_F32, y, 2, 3, 1)};
+  fz_host_tensor out[1] = {test_host_tensor(FZ_F32, a, 2, 3, 4)};
   fz_fusion *f = test_parse(BIND);
   fz_bindings b;
   fz_error err = {0};
@@ -1502,22 +1519,22 @@ START_TEST(bind_errors_name_the_input_and_axis) {
   in[1].dtype = FZ_F16;
   run_fails(BIND, in, 2, out, 1, FZ_ERR_ARGUMENT,
             "input 1 (%y): dtype f16 does not match the declared f32");
-  in[1] = ht(FZ_F32, y, 1, 3);
+  in[1] = test_host_tensor(FZ_F32, y, 1, 3);
   run_fails(BIND, in, 2, out, 1, FZ_ERR_ARGUMENT,
             "input 1 (%y): rank 1 does not match the declared rank 2");
-  in[1] = ht(FZ_F32, y, 2, 2, 1);
+  in[1] = test_host_tensor(FZ_F32, y, 2, 2, 1);
   run_fails(BIND, in, 2, out, 1, FZ_ERR_ARGUMENT,
             "input 1 (%y) axis 0: size 2 but symbol N is 3 (bound by input 0 "
             "(%x) axis 0)");
-  in[1] = ht(FZ_F32, y, 2, 3, 2);
+  in[1] = test_host_tensor(FZ_F32, y, 2, 3, 2);
   run_fails(BIND, in, 2, out, 1, FZ_ERR_ARGUMENT,
             "input 1 (%y) axis 1: size 2 but the axis is declared b1");
-  in[1] = ht(FZ_F32, y, 2, 3, 1);
-  in[0] = ht(FZ_F32, x, 2, 3, 5);
+  in[1] = test_host_tensor(FZ_F32, y, 2, 3, 1);
+  in[0] = test_host_tensor(FZ_F32, x, 2, 3, 5);
   run_fails(BIND, in, 2, out, 1, FZ_ERR_ARGUMENT,
             "input 0 (%x) axis 1: size 5 does not match the declared extent "
             "4");
-  in[0] = ht(FZ_F32, x, 2, 3, 4);
+  in[0] = test_host_tensor(FZ_F32, x, 2, 3, 4);
   run_fails(BIND, in, 1, out, 1, FZ_ERR_ARGUMENT,
             "takes 2 inputs but was given 1");
   in[0].sizes[0] = -1;
@@ -1532,17 +1549,18 @@ START_TEST(output_descriptors_are_checked_before_writing) {
                      "  return %a, %b\n"
                      "}\n";
   float x[3] = {1, 2, 3}, a[3] = {-99, -99, -99}, b[3];
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 1, 3)};
-  fz_host_tensor out[2] = {ht(FZ_F32, a, 1, 3), ht(FZ_F64, b, 1, 3)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 1, 3)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_F32, a, 1, 3),
+                           test_host_tensor(FZ_F64, b, 1, 3)};
   run_fails(text, in, 1, out, 2, FZ_ERR_ARGUMENT,
             "output 1 (%b): dtype f64 but the value is f32");
   ck_assert_float_eq(a[0], -99.0f); /* nothing was written */
-  out[1] = ht(FZ_F32, b, 1, 2);
+  out[1] = test_host_tensor(FZ_F32, b, 1, 2);
   run_fails(text, in, 1, out, 2, FZ_ERR_ARGUMENT,
             "output 1 (%b) axis 0: size 2 but the value has size 3");
-  out[1] = ht(FZ_F32, b, 2, 3, 1);
+  out[1] = test_host_tensor(FZ_F32, b, 2, 3, 1);
   run_fails(text, in, 1, out, 2, FZ_ERR_ARGUMENT, "output 1 (%b): rank 2");
-  out[1] = ht(FZ_F32, NULL, 1, 3);
+  out[1] = test_host_tensor(FZ_F32, NULL, 1, 3);
   run_fails(text, in, 1, out, 2, FZ_ERR_ARGUMENT, "data is NULL");
   run_fails(text, in, 1, out, 1, FZ_ERR_ARGUMENT,
             "has 2 outputs but was given 1");
@@ -1556,8 +1574,8 @@ START_TEST(unbound_result_symbol_is_an_error) {
                      "  return %f\n"
                      "}\n";
   float x[2], r[2];
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 1, 2)};
-  fz_host_tensor out[1] = {ht(FZ_F32, r, 1, 2)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 1, 2)};
+  fz_host_tensor out[1] = {test_host_tensor(FZ_F32, r, 1, 2)};
   run_fails(text, in, 1, out, 1, FZ_ERR_ARGUMENT,
             "%f axis 0: symbol M is not bound by any input");
 }
@@ -1572,10 +1590,10 @@ START_TEST(huge_sizes_fail_cleanly) {
                      "  return %s\n"
                      "}\n";
   float x = 1, s = -99;
-  fz_host_tensor in[1] = {ht(FZ_F32, &x, 2, 1, 1)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, &x, 2, 1, 1)};
   in[0].sizes[0] = in[0].sizes[1] = INT64_C(1) << 30;
   in[0].strides[0] = in[0].strides[1] = 0;
-  fz_host_tensor out[1] = {ht(FZ_F32, &s, 0)};
+  fz_host_tensor out[1] = {test_host_tensor(FZ_F32, &s, 0)};
   run_fails(text, in, 1, out, 1, FZ_ERR_OUT_OF_MEMORY, "%e");
   ck_assert_float_eq(s, -99.0f);
   /* an element count that overflows int64: sizes no tensor can have */
@@ -1594,8 +1612,8 @@ START_TEST(dead_ops_are_not_run) {
                      "  return %s\n"
                      "}\n";
   float x[1], s[2] = {5, 5};
-  fz_host_tensor in[1] = {ht(FZ_F32, x, 2, 2, 0)};
-  fz_host_tensor out[1] = {ht(FZ_F32, s, 1, 2)};
+  fz_host_tensor in[1] = {test_host_tensor(FZ_F32, x, 2, 2, 0)};
+  fz_host_tensor out[1] = {test_host_tensor(FZ_F32, s, 1, 2)};
   run_ok(text, in, 1, out, 1);
   ck_assert_float_eq(s[0], 0.0f);
 }
@@ -1621,8 +1639,10 @@ START_TEST(normalization_chain) {
                      "}\n";
   float x[8] = {1, 2, 3, 4, 10, 10, 10, 10}, w[4] = {1, 2, 1, 2}, y[8];
   uint16_t yb[8];
-  fz_host_tensor in[2] = {ht(FZ_F32, x, 2, 2, 4), ht(FZ_F32, w, 1, 4)};
-  fz_host_tensor out[2] = {ht(FZ_F32, y, 2, 2, 4), ht(FZ_BF16, yb, 2, 2, 4)};
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, x, 2, 2, 4),
+                          test_host_tensor(FZ_F32, w, 1, 4)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_F32, y, 2, 2, 4),
+                           test_host_tensor(FZ_BF16, yb, 2, 2, 4)};
   run_ok(text, in, 2, out, 2);
   /* row 0: mean 2.5, var 1.25, rsqrt = 0.894427190999916 in f32 */
   float r = (float)(1.0 / sqrt(1.25));

@@ -1,25 +1,9 @@
 /* The reference interpreter's gather and index_select, on hand values:
  * PyTorch's torch.gather and torch.index_select, and an error (never a
  * read elsewhere) for an index out of range, negative ones too. */
-#include <stdarg.h>
 #include <string.h>
 
 #include "test_util.h"
-
-static fz_host_tensor ht(fz_dtype dtype, void *data, int rank, ...) {
-  fz_host_tensor t = {.dtype = dtype, .rank = rank, .data = data};
-  va_list ap;
-  va_start(ap, rank);
-  for (int i = 0; i < rank; i++)
-    t.sizes[i] = va_arg(ap, int);
-  va_end(ap);
-  int64_t s = 1;
-  for (int i = rank - 1; i >= 0; i--) {
-    t.strides[i] = s;
-    s *= t.sizes[i];
-  }
-  return t;
-}
 
 static fz_status interp(const char *text, fz_host_tensor *in, int nin,
                         fz_host_tensor *out, fz_error *err) {
@@ -37,9 +21,9 @@ START_TEST(gather_along_the_inner_axis) {
                      "  return %g\n}\n";
   int64_t idx[2][2] = {{2, 0}, {1, 1}};
   float out[2][2] = {{0}};
-  fz_host_tensor in[2] = {ht(FZ_F32, (void *)X, 2, 2, 3),
-                          ht(FZ_I64, idx, 2, 2, 2)};
-  fz_host_tensor o = ht(FZ_F32, out, 2, 2, 2);
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, (void *)X, 2, 2, 3),
+                          test_host_tensor(FZ_I64, idx, 2, 2, 2)};
+  fz_host_tensor o = test_host_tensor(FZ_F32, out, 2, 2, 2);
   fz_error err = {0};
   ck_assert_msg(interp(text, in, 2, &o, &err) == FZ_OK, "%s", err.message);
   ck_assert(out[0][0] == 3 && out[0][1] == 1 && out[1][0] == 5 &&
@@ -53,9 +37,9 @@ START_TEST(gather_along_the_outer_axis_with_i32) {
                      "  return %g\n}\n";
   int32_t idx[3] = {1, 0, 1};
   float out[3] = {0};
-  fz_host_tensor in[2] = {ht(FZ_F32, (void *)X, 2, 2, 3),
-                          ht(FZ_I32, idx, 2, 1, 3)};
-  fz_host_tensor o = ht(FZ_F32, out, 2, 1, 3);
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, (void *)X, 2, 2, 3),
+                          test_host_tensor(FZ_I32, idx, 2, 1, 3)};
+  fz_host_tensor o = test_host_tensor(FZ_F32, out, 2, 1, 3);
   fz_error err = {0};
   ck_assert_msg(interp(text, in, 2, &o, &err) == FZ_OK, "%s", err.message);
   ck_assert(out[0] == 4 && out[1] == 2 && out[2] == 6);
@@ -71,9 +55,9 @@ START_TEST(gather_with_a_broadcast_index) {
                      "  return %q\n}\n";
   int64_t label[2] = {1, 2};
   float out[2] = {0};
-  fz_host_tensor in[2] = {ht(FZ_F32, (void *)X, 2, 2, 3),
-                          ht(FZ_I64, label, 1, 2)};
-  fz_host_tensor o = ht(FZ_F32, out, 1, 2);
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, (void *)X, 2, 2, 3),
+                          test_host_tensor(FZ_I64, label, 1, 2)};
+  fz_host_tensor o = test_host_tensor(FZ_F32, out, 1, 2);
   fz_error err = {0};
   ck_assert_msg(interp(text, in, 2, &o, &err) == FZ_OK, "%s", err.message);
   ck_assert(out[0] == 2 && out[1] == 6);
@@ -86,8 +70,9 @@ START_TEST(index_select_rows_and_columns) {
                      "  return %s\n}\n";
   int64_t r[3] = {1, 1, 0};
   float out[3][3] = {{0}};
-  fz_host_tensor in[2] = {ht(FZ_F32, (void *)X, 2, 2, 3), ht(FZ_I64, r, 1, 3)};
-  fz_host_tensor o = ht(FZ_F32, out, 2, 3, 3);
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, (void *)X, 2, 2, 3),
+                          test_host_tensor(FZ_I64, r, 1, 3)};
+  fz_host_tensor o = test_host_tensor(FZ_F32, out, 2, 3, 3);
   fz_error err = {0};
   ck_assert_msg(interp(rows, in, 2, &o, &err) == FZ_OK, "%s", err.message);
   const float want[3][3] = {{4, 5, 6}, {4, 5, 6}, {1, 2, 3}};
@@ -98,9 +83,9 @@ START_TEST(index_select_rows_and_columns) {
                      "  return %s\n}\n";
   int32_t c[2] = {2, 0};
   float out2[2][2] = {{0}};
-  fz_host_tensor in2[2] = {ht(FZ_F32, (void *)X, 2, 2, 3),
-                           ht(FZ_I32, c, 1, 2)};
-  fz_host_tensor o2 = ht(FZ_F32, out2, 2, 2, 2);
+  fz_host_tensor in2[2] = {test_host_tensor(FZ_F32, (void *)X, 2, 2, 3),
+                           test_host_tensor(FZ_I32, c, 1, 2)};
+  fz_host_tensor o2 = test_host_tensor(FZ_F32, out2, 2, 2, 2);
   ck_assert_msg(interp(cols, in2, 2, &o2, &err) == FZ_OK, "%s", err.message);
   ck_assert(out2[0][0] == 3 && out2[0][1] == 1 && out2[1][0] == 6 &&
             out2[1][1] == 4);
@@ -120,9 +105,9 @@ START_TEST(an_index_out_of_range_is_an_error) {
   for (int k = 0; k < 2; k++) {
     int64_t idx[2] = {bad[k][0], bad[k][1]};
     float out[2] = {0};
-    fz_host_tensor in[2] = {ht(FZ_F32, (void *)X, 2, 2, 3),
-                            ht(FZ_I64, idx, 2, 2, 1)};
-    fz_host_tensor o = ht(FZ_F32, out, 2, 2, 1);
+    fz_host_tensor in[2] = {test_host_tensor(FZ_F32, (void *)X, 2, 2, 3),
+                            test_host_tensor(FZ_I64, idx, 2, 2, 1)};
+    fz_host_tensor o = test_host_tensor(FZ_F32, out, 2, 2, 1);
     fz_error err = {0};
     ck_assert_int_eq(interp(text, in, 2, &o, &err), FZ_ERR_INVALID);
     ck_assert_msg(strstr(err.message, want[k]), "message: %s", err.message);

@@ -4,27 +4,11 @@
  * which must keep every output's value.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/pass.h"
 #include "test_util.h"
-
-static fz_host_tensor ht(fz_dtype dtype, void *data, int rank, ...) {
-  fz_host_tensor t = {.dtype = dtype, .rank = rank, .data = data};
-  va_list ap;
-  va_start(ap, rank);
-  for (int i = 0; i < rank; i++)
-    t.sizes[i] = va_arg(ap, int);
-  va_end(ap);
-  int64_t s = 1;
-  for (int i = rank - 1; i >= 0; i--) {
-    t.strides[i] = s;
-    s *= t.sizes[i];
-  }
-  return t;
-}
 
 static void run(fz_fusion *f, fz_host_tensor *in, int nin, fz_host_tensor *out,
                 int nout) {
@@ -56,8 +40,8 @@ static void rows(float *x) {
 START_TEST(slice_takes_start_stop_step) {
   float x[24], y[2 * 3];
   rows(x);
-  fz_host_tensor in = ht(FZ_F32, x, 2, 3, 8),
-                 out = ht(FZ_F32, y, 2, 2, 3);
+  fz_host_tensor in = test_host_tensor(FZ_F32, x, 2, 3, 8),
+                 out = test_host_tensor(FZ_F32, y, 2, 2, 3);
   /* x[1:3, 1:8:3] */
   run_text("fusion @f(%x: f32[3, 8]) {\n"
            "  %s = slice %x start(1, 1) stop(3, 8) step(1, 3) : f32[2, 3]\n"
@@ -71,7 +55,8 @@ END_TEST
 START_TEST(slice_of_a_symbolic_axis_takes_it_whole) {
   float x[24], y[3 * 2];
   rows(x);
-  fz_host_tensor in = ht(FZ_F32, x, 2, 3, 8), out = ht(FZ_F32, y, 2, 3, 2);
+  fz_host_tensor in = test_host_tensor(FZ_F32, x, 2, 3, 8),
+                 out = test_host_tensor(FZ_F32, y, 2, 3, 2);
   run_text("fusion @f(%x: f32[N, 8]) {\n"
            "  %s = slice %x start(0, 6) stop(N, 8) : f32[N, 2]\n"
            "  return %s\n}\n",
@@ -84,7 +69,8 @@ END_TEST
 START_TEST(pad_fills_and_crops) {
   float x[24], y[4 * 7];
   rows(x);
-  fz_host_tensor in = ht(FZ_F32, x, 2, 3, 8), out = ht(FZ_F32, y, 2, 4, 7);
+  fz_host_tensor in = test_host_tensor(FZ_F32, x, 2, 3, 8),
+                 out = test_host_tensor(FZ_F32, y, 2, 4, 7);
   /* F.pad(x, (-2, 1, 1, 0), value=-1): one row of -1 on top, two columns
    * cropped on the left, one column of -1 on the right */
   run_text("fusion @f(%x: f32[3, 8]) {\n"
@@ -100,7 +86,8 @@ END_TEST
 
 START_TEST(pad_value_is_converted_to_the_dtype) {
   int32_t x[2] = {5, 6}, y[4];
-  fz_host_tensor in = ht(FZ_I32, x, 1, 2), out = ht(FZ_I32, y, 1, 4);
+  fz_host_tensor in = test_host_tensor(FZ_I32, x, 1, 2),
+                 out = test_host_tensor(FZ_I32, y, 1, 4);
   run_text("fusion @f(%x: i32[2]) {\n"
            "  %p = pad %x low(1) high(1) value(-7) : i32[4]\n"
            "  return %p\n}\n",
@@ -115,9 +102,11 @@ END_TEST
 START_TEST(cat_joins_along_inner_and_outer_axes) {
   float a[2 * 1] = {1, 2}, b[2 * 2] = {3, 4, 5, 6}, c[2 * 1] = {7, 8};
   float y[2 * 4], z[5 * 1];
-  fz_host_tensor in[3] = {ht(FZ_F32, a, 2, 2, 1), ht(FZ_F32, b, 2, 2, 2),
-                          ht(FZ_F32, c, 2, 2, 1)};
-  fz_host_tensor out[2] = {ht(FZ_F32, y, 2, 2, 4), ht(FZ_F32, z, 2, 5, 1)};
+  fz_host_tensor in[3] = {test_host_tensor(FZ_F32, a, 2, 2, 1),
+                          test_host_tensor(FZ_F32, b, 2, 2, 2),
+                          test_host_tensor(FZ_F32, c, 2, 2, 1)};
+  fz_host_tensor out[2] = {test_host_tensor(FZ_F32, y, 2, 2, 4),
+                           test_host_tensor(FZ_F32, z, 2, 5, 1)};
   run_text("fusion @f(%a: f32[2, 1], %b: f32[2, 2], %c: f32[2, 1]) {\n"
            "  %y = cat %a, %b, %c dims(-1) : f32[2, 4]\n"
            "  %z = cat %c, %a, %c dims(0) : f32[6, 1]\n"
@@ -134,7 +123,8 @@ END_TEST
 START_TEST(rotate_half) {
   /* rot = cat(-x[..., 2:], x[..., :2]) */
   float x[4] = {1, 2, 3, 4}, y[4];
-  fz_host_tensor in = ht(FZ_F32, x, 1, 4), out = ht(FZ_F32, y, 1, 4);
+  fz_host_tensor in = test_host_tensor(FZ_F32, x, 1, 4),
+                 out = test_host_tensor(FZ_F32, y, 1, 4);
   run_text("fusion @f(%x: f32[4]) {\n"
            "  %h = slice %x start(2) stop(4) : f32[2]\n"
            "  %l = slice %x start(0) stop(2) : f32[2]\n"
@@ -251,13 +241,13 @@ static void pushdown_keeps_values(const char *text, fz_host_tensor *in,
 START_TEST(pushdown_pads_with_the_value_not_f_of_it) {
   float x[24], before[5 * 11], after[5 * 11];
   rows(x);
-  fz_host_tensor in = ht(FZ_F32, x, 2, 3, 8);
+  fz_host_tensor in = test_host_tensor(FZ_F32, x, 2, 3, 8);
   pushdown_keeps_values(
       "fusion @f(%x: f32[3, 8]) {\n"
       "  %e = add %x, 100.0 : f32[3, 8]\n"
       "  %p = pad %e low(1, 2) high(1, 1) value(-1.0) : f32[5, 11]\n"
       "  return %p\n}\n",
-      &in, 1, before, after, ht(FZ_F32, NULL, 2, 5, 11));
+      &in, 1, before, after, test_host_tensor(FZ_F32, NULL, 2, 5, 11));
   ck_assert(before[0] == -1.0f && before[1 * 11 + 2] == 100.0f);
 }
 END_TEST
@@ -265,7 +255,8 @@ END_TEST
 START_TEST(pushdown_cat_slices_and_broadcasts) {
   float x[24], w[8] = {1, 2, 3, 4, 5, 6, 7, 8}, before[3 * 8], after[3 * 8];
   rows(x);
-  fz_host_tensor in[2] = {ht(FZ_F32, x, 2, 3, 8), ht(FZ_F32, w, 1, 8)};
+  fz_host_tensor in[2] = {test_host_tensor(FZ_F32, x, 2, 3, 8),
+                          test_host_tensor(FZ_F32, w, 1, 8)};
   /* rotate-half of (x * rowsum(x) * w), sliced with a step */
   pushdown_keeps_values(
       "fusion @f(%x: f32[3, 8], %w: f32[8]) {\n"
@@ -279,7 +270,7 @@ START_TEST(pushdown_cat_slices_and_broadcasts) {
       "  %n = neg %hi : f32[3, 4]\n"
       "  %r = cat %n, %lo dims(1) : f32[3, 8]\n"
       "  return %r\n}\n",
-      in, 2, before, after, ht(FZ_F32, NULL, 2, 3, 8));
+      in, 2, before, after, test_host_tensor(FZ_F32, NULL, 2, 3, 8));
 }
 END_TEST
 

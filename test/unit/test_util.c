@@ -1,6 +1,7 @@
 /* test_util.c - helpers shared by the unit tests. */
 #include "test_util.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,4 +30,19 @@ const char *test_source_path(const char *relative) {
   const char *root = getenv("FZ_SOURCE_DIR");
   snprintf(path, sizeof path, "%s/%s", root ? root : ".", relative);
   return path;
+}
+
+fz_host_tensor test_host_tensor(fz_dtype dtype, void *data, int rank, ...) {
+  fz_host_tensor t = {.dtype = dtype, .rank = rank, .data = data};
+  va_list ap;
+  va_start(ap, rank);
+  for (int i = 0; i < rank; i++)
+    t.sizes[i] = va_arg(ap, int);
+  va_end(ap);
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    t.strides[i] = s;
+    s *= t.sizes[i];
+  }
+  return t;
 }

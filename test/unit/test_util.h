@@ -4,6 +4,7 @@
 
 #include <check.h>
 
+#include "fz/fz.h"
 #include "fz/ir.h"
 
 /* Parse text or fail the test with the parser's message. */
@@ -12,5 +13,8 @@ fz_fusion *test_parse(const char *text);
 int test_run_suite(Suite *suite);
 /* Path of a file under the source tree (FZ_SOURCE_DIR), static buffer. */
 const char *test_source_path(const char *relative);
+/* A row-major host tensor of `rank` sizes (ints, after rank) over data,
+ * for tests that hand the interpreter literal arrays. */
+fz_host_tensor test_host_tensor(fz_dtype dtype, void *data, int rank, ...);
 
 #endif
