@@ -436,6 +436,13 @@ void fz_uses_set_operand(fz_uses *uses, int op_index, int k, fz_value *v);
  * through the handle calls at the end of fz/fz.h.
  */
 
+/* (api.c) What every handle call that reads its operand before fz_build
+ * checks: a fusion, an operand, and the operand's fusion being that one
+ * ("OP: operand is NULL", "OP: the operand belongs to another fusion");
+ * false with err set otherwise. */
+bool fz_check_handle_operand(const fz_fusion *f, const fz_value *a,
+                             const char *op, fz_error *err);
+
 /* Attributes of an op, zero-initialised means "none". `shape` is needed by
  * reshape, expand, full and iota (dtype and extents of the result; layout
  * is ignored) and by cast (its dtype); `symbol` by symbol. The struct and what it points to

@@ -284,9 +284,8 @@ fz_value *fz_build_var(fz_fusion *f, fz_value *a, int num_dims,
   return fz_var(f, a, num_dims, dims, correction, keepdim, err);
 }
 
-/* Checks what every call that reads its operand before fz_build needs. */
-static bool check_operand(const fz_fusion *f, const fz_value *a,
-                          const char *op, fz_error *err) {
+bool fz_check_handle_operand(const fz_fusion *f, const fz_value *a,
+                             const char *op, fz_error *err) {
   if (!f)
     fz_error_set(err, FZ_ERR_ARGUMENT, "%s: fusion is NULL", op);
   else if (!a)
@@ -300,7 +299,7 @@ static bool check_operand(const fz_fusion *f, const fz_value *a,
 
 fz_value *fz_build_expand(fz_fusion *f, fz_value *a, const int64_t *extents,
                           const char *const *symbols, fz_error *err) {
-  if (!check_operand(f, a, "expand", err))
+  if (!fz_check_handle_operand(f, a, "expand", err))
     return NULL;
   int rank = a->type.rank;
   if (rank > 0 && !extents) {
@@ -358,7 +357,7 @@ static bool target_type(fz_fusion *f, const char *what, fz_dtype dtype,
 fz_value *fz_build_reshape(fz_fusion *f, fz_value *a, int rank,
                            const int64_t *extents, const char *const *symbols,
                            fz_error *err) {
-  if (!check_operand(f, a, "reshape", err))
+  if (!fz_check_handle_operand(f, a, "reshape", err))
     return NULL;
   fz_type target;
   if (!target_type(f, "reshape: target", a->type.dtype, rank, extents,
@@ -407,8 +406,8 @@ fz_value *fz_build_random(fz_fusion *f, const char *op, fz_dtype dtype,
   }
   const char *name = fz_op_table[code].name;
   fz_type shape;
-  if (!check_operand(f, seed, name, err) ||
-      !check_operand(f, offset, name, err) ||
+  if (!fz_check_handle_operand(f, seed, name, err) ||
+      !fz_check_handle_operand(f, offset, name, err) ||
       !target_type(f, name, dtype, rank, extents, symbols, &shape, err))
     return NULL;
   fz_attrs attrs = {.shape = &shape};
@@ -451,7 +450,7 @@ static double float_max(fz_dtype dtype) {
 fz_value *fz_build_nan_to_num(fz_fusion *f, fz_value *a, double nan,
                               const double *posinf, const double *neginf,
                               fz_error *err) {
-  if (!check_operand(f, a, "nan_to_num", err))
+  if (!fz_check_handle_operand(f, a, "nan_to_num", err))
     return NULL;
   if (!fz_dtype_is_float(a->type.dtype)) /* nothing to replace */
     return fz_set(f, a, err);

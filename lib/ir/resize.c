@@ -260,23 +260,10 @@ fz_value *fz_cat(fz_fusion *f, int num_operands, fz_value *const *operands,
 
 /* ---- handle calls (fz.h) ---------------------------------------------------- */
 
-static bool check_handle(const fz_fusion *f, const fz_value *a, const char *op,
-                         fz_error *err) {
-  if (!f)
-    fz_error_set(err, FZ_ERR_ARGUMENT, "%s: fusion is NULL", op);
-  else if (!a)
-    fz_error_set(err, FZ_ERR_INVALID, "%s: operand is NULL", op);
-  else if (a->owner != f)
-    fz_error_set(err, FZ_ERR_ARGUMENT,
-                 "%s: the operand belongs to another fusion, not @%s", op,
-                 f->name);
-  return f && a && a->owner == f;
-}
-
 fz_value *fz_build_slice(fz_fusion *f, fz_value *a, const int64_t *start,
                          const int64_t *stop, const int64_t *step,
                          fz_error *err) {
-  if (!check_handle(f, a, "slice", err))
+  if (!fz_check_handle_operand(f, a, "slice", err))
     return NULL;
   int rank = a->type.rank;
   if (rank > 0 && (!start || !stop)) {
@@ -292,7 +279,7 @@ fz_value *fz_build_slice(fz_fusion *f, fz_value *a, const int64_t *start,
 
 fz_value *fz_build_pad(fz_fusion *f, fz_value *a, const int64_t *low,
                        const int64_t *high, double value, fz_error *err) {
-  if (!check_handle(f, a, "pad", err))
+  if (!fz_check_handle_operand(f, a, "pad", err))
     return NULL;
   return fz_pad(f, a, low, high, value, err);
 }
