@@ -99,6 +99,12 @@ static size_t state_bytes(const fz_reduce_set *rs, int r) {
   return fz_reduce_state_bytes(rs->code[r], rs->acc[r]);
 }
 
+/* The alignment of reduction r's partials: an arg-reduction's pair holds
+ * an i64 position, every other state is made of accumulators. */
+static size_t state_align(const fz_reduce_set *rs, int r) {
+  return is_arg(rs->code[r]) ? 8 : fz_dtype_size(rs->acc[r]);
+}
+
 void fz_reduce_layout_of(const fz_plan *p, const fz_reduce_set *rs,
                          fz_reduce_layout *l) {
   bool inner = p->kind == FZ_PLAN_INNER_REDUCTION;
@@ -376,21 +382,28 @@ bool fz_emit_column_combine(fz_kernel *k, const fz_reduce_set *rs,
 /* ---- across the blocks of a split ---------------------------------------- */
 
 /* Element `index` (i64) of reduction r's workspace region: kept * split
- * partials a region, the widest accumulators' regions first (then in
- * reduction order), so that every region starts at a multiple of its own
- * accumulator's size: an f32 region of 5 partials placed before an i64
- * one left the i64 partials at byte 20, and the H200 faulted on them. A
- * Welford state is three accumulators: it is ordered by its accumulator
- * and takes three times the room. */
+ * partials a region, the most aligned regions first (then the widest,
+ * then in reduction order). A state's size is a multiple of its
+ * alignment and alignments are powers of two, so every region starts at
+ * a multiple of its own alignment: an f32 region of 5 partials placed
+ * before an i64 one left the i64 partials at byte 20, and a 12-byte f32
+ * Welford region of 341 partials before an i64 one left them at byte
+ * 4092; the H200 faulted on both. */
+static bool region_before(const fz_reduce_set *rs, int q, int r) {
+  size_t qa = state_align(rs, q), ra = state_align(rs, r);
+  if (qa != ra)
+    return qa > ra;
+  size_t qs = state_bytes(rs, q), rsz = state_bytes(rs, r);
+  return qs > rsz || (qs == rsz && q < r);
+}
+
 static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
                                   LLVMValueRef kept_split, LLVMValueRef index) {
   fz_emit *e = &k->e;
-  size_t mine = state_bytes(rs, r), before = 0;
-  for (int q = 0; q < rs->count; q++) {
-    size_t size = state_bytes(rs, q);
-    if (size > mine || (size == mine && q < r))
-      before += size;
-  }
+  size_t before = 0;
+  for (int q = 0; q < rs->count; q++)
+    if (q != r && region_before(rs, q, r))
+      before += state_bytes(rs, q);
   LLVMValueRef region = k->workspace;
   if (before) {
     LLVMValueRef bytes =
