@@ -66,7 +66,7 @@ class Entry:
 
 GROUP_OF_KIND = {
     "unary": "pointwise", "binary": "pointwise", "where": "pointwise",
-    "clamp": "pointwise", "cast": "pointwise",
+    "clamp": "pointwise", "cast": "pointwise", "dropout": "pointwise",
     "reduce": "reduction", "argreduce": "reduction", "var": "reduction",
     "var_mean": "reduction",
     "gather": "indexing", "index_select": "indexing",
@@ -114,7 +114,9 @@ TABLE = (
        Entry("slice", "narrow", "narrow"),
        Entry("slice", "slice", "slice")]
     # torch.split, chunk and tensor_split: one fd.ops.slice per piece
-    + [Entry("slice", n, "split") for n in ("split", "chunk", "tensor_split")]
+    + [Entry("slice", n, "split") for n in ("split", "split_with_sizes",
+                                            "chunk", "tensor_split")]
+    + [Entry("dropout", "nn.functional.dropout", "dropout")]
     + [Entry("cast", name, "cast", {"memory_format":
                                     (Torch("preserve_format"),)}, target)
        for name, target in [("double", "f64"), ("float", "f32"),
@@ -648,6 +650,7 @@ def _plan_split(entry, sample):
         raise Unsupported("0-dim input")
     op = entry.torch
     first = {"split": "split_size_or_sections", "chunk": "chunks",
+             "split_with_sizes": "split_sizes",
              "tensor_split": "indices_or_sections"}[op]
     names = (first, "dim")
     how, dim = _arg(sample, names, (None, 0))
@@ -661,10 +664,36 @@ def _plan_split(entry, sample):
         if op == "chunk":
             raise Unsupported("chunks=%r" % (how,))
         how = _int_list(how, first)
-    windows = pieces(op, x.shape[axis], how)
+    if op == "split_with_sizes" and not isinstance(how, list):
+        raise Unsupported("split_sizes=%r" % (how,))
+    windows = pieces("split" if op == "split_with_sizes" else op,
+                     x.shape[axis], how)
     cuts = [window(x.dim(), axis, a, e, 1) for a, e in windows]
     return Plan([x], lambda ops, v: tuple(ops.slice(v[0], *c) for c in cuts),
                 repr(cuts))
+
+
+def _plan_dropout(entry, sample):
+    """nn.functional.dropout(input, p=0.5, training=True, inplace=False)
+    where it is deterministic: p = 0 keeps every element, p = 1 none.
+    Other p draw from fz's own random stream, not torch's (test_random.py
+    checks those against dropout's contract); training=False is no
+    dropout at all."""
+    x = _input_tensor(sample)
+    p, training, inplace = _arg(sample, ("p", "training", "inplace"),
+                                (0.5, True, False))
+    extra = [k for k in sample.kwargs
+             if k not in ("p", "training", "inplace")]
+    if extra:
+        raise Unsupported("%s=%r" % (extra[0], sample.kwargs[extra[0]]))
+    if inplace:
+        raise Unsupported("inplace=True")
+    if not training:
+        raise Unsupported("training=False (no dropout)")
+    if p not in (0, 1):
+        raise Unsupported("0 < p < 1 draws from fz's own random stream")
+    return Plan([x], lambda ops, v: ops.dropout(v[0], p, 0, 0)[0], repr(p),
+                rank0="lift", zero_result=x.dim() == 0)
 
 
 _PLANNERS = {
@@ -673,7 +702,7 @@ _PLANNERS = {
     "index_select": _plan_index_select,
     "take_along_dim": _plan_take_along_dim, "cat": _plan_cat,
     "pad": _plan_pad, "narrow": _plan_window, "slice": _plan_window,
-    "split": _plan_split,
+    "split": _plan_split, "dropout": _plan_dropout,
 }
 
 

@@ -438,6 +438,19 @@ def test_split_chunk_tensor_split():
     expect("tensor_split", Sample(x, T((), "int64", [1], "cpu")),
            ((S, S, S), "float32"))
     assert "eager raises" in unsupported("split", Sample(x, [1, 1]))
+    expect("split_with_sizes", Sample(x, [2, 3], 2), ((S, S, 2), "float32"),
+           ((S, S, 3), "float32"))
+
+
+def test_dropout_where_deterministic():
+    drop = "nn.functional.dropout"
+    expect(drop, Sample(T((S, S), "float16"), p=0.0, training=True),
+           ((S, S), "float16"))
+    expect(drop, Sample(T(()), p=1.0, training=True), ((), "float32"))
+    assert "random stream" in unsupported(drop, Sample(T((S,)), p=0.5))
+    assert "random stream" in unsupported(drop, Sample(T((S,))))
+    assert "training=False" in unsupported(
+        drop, Sample(T((S,)), p=0.0, training=False))
 
 
 # ---- pointwise lifting and the summary -----------------------------------------
