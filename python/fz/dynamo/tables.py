@@ -175,6 +175,8 @@ DECOMPOSE = [
     "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward",
     "elu", "elu_backward", "softplus", "softplus_backward",
     "mse_loss", "mse_loss_backward",
+    # cross-entropy's forward: a gather of log_softmax, where and sums
+    "nll_loss_forward",
 ]
 
 # pow(x, exponent) that ATen computes without pow (and so exactly), as fz
