@@ -92,6 +92,9 @@ def test_pad_widths():
     assert resize.pad_widths([], 2) == ([0, 0], [0, 0])
     assert resize.padded_axes([0, 0, 0, 1], 3) == [1]
     assert resize.padded_axes([-1, 0], 2) == [1]      # a crop counts
+    assert resize.pad_widths(resize.axis_pad(3, 1, 2, 5), 3) == \
+        ([0, 2, 0], [0, 5, 0])
+    assert resize.axis_pad(2, 1, 1, 0) == [1, 0]
     assert raises(resize.pad_widths, [1], 2)
     assert raises(resize.pad_widths, [1, 1, 1, 1, 1, 1], 2)
 

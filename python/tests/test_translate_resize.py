@@ -1,5 +1,5 @@
 """The backend's translation of ATen's resize ops (slice, narrow, select,
-constant_pad_nd, cat, and split/unbind through them) into fz fusions,
+constant_pad_nd, cat, slice_backward, and split/unbind through them) into fz fusions,
 without torch or a GPU, on test_translate.py's stand-in graphs: what is
 fused, what is declined and why (run-time bounds, dynamic resized axes),
 and which outputs stay ATen views of their base.
@@ -124,6 +124,31 @@ def test_cat_of_many_and_legacy_empty_operands():
     assert [k.index for k in t.fz_inputs] == [1, 2, 3], \
         [k.index for k in t.fz_inputs]
     assert " = cat " in text and "f32[2, 9]" in text, text
+
+
+def test_slice_backward_is_a_pad():
+    # the gradient of x[:, 2:5] (x: [4, 8]) and of x[1:] (x: [6, 4])
+    g = Graph()
+    gy = g.input("gy", Fake([4, 3]))
+    gz = g.input("gz", Fake([5, 4]))
+    a = g.call("aten.slice_backward.default", (gy, [4, 8], 1, 2, 5, 1),
+               Fake([4, 8]))
+    b = g.call("aten.slice_backward.default", (gz, [6, 4], -2, 1, END, 1),
+               Fake([6, 4]))
+    ea = g.call("aten.exp.default", (a,), Fake([4, 8]))
+    eb = g.call("aten.exp.default", (b,), Fake([6, 4]))
+    g.use(ea, eb)
+    supported(a, b)
+    t, text = build(g, [gy, gz], [ea, eb])
+    assert "pad %0 low(0, 2) high(0, 3) value(0.0) : f32[4, 8]" in text, text
+    assert "pad %1 low(1, 0) high(0, 0) value(0.0) : f32[6, 4]" in text, text
+    n = g.input("n", SymInt(Expr("s0", True), 8))
+    strided = g.call("aten.slice_backward.default", (gy, [4, 8], 1, 0, 6, 2),
+                     Fake([4, 8]))
+    assert "step 2" in node_support(strided), node_support(strided)
+    sized = g.call("aten.slice_backward.default", (gy, [4, n], 1, 2, 5, 1),
+                   Fake([4, 8]))
+    assert "run time" in node_support(sized), node_support(sized)
 
 
 def test_run_time_bounds_and_dynamic_axes_decline():

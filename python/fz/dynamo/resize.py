@@ -84,6 +84,14 @@ def pad_widths(pad, rank):
     return low, high
 
 
+def axis_pad(rank, axis, low, high):
+    """The constant_pad_nd pad list that widens only `axis` (low before,
+    high after)."""
+    pad = [0] * (2 * (rank - axis))
+    pad[-2], pad[-1] = low, high
+    return pad
+
+
 def padded_axes(pad, rank):
     """The axes constant_pad_nd changes (a nonzero width on either side)."""
     low, high = pad_widths(pad, rank)

@@ -124,6 +124,7 @@ SPECIAL = {
     "aten.select.int": "select",
     "aten.constant_pad_nd.default": "pad",
     "aten.cat.default": "cat",
+    "aten.slice_backward.default": "slice_backward",
 }
 
 # Ops whose result is a view of their first operand: free in ATen, so a

@@ -167,12 +167,14 @@ def _special_support(node, name, kind):
         why = _index_support(node, what, first)
         if why:
             return why
-    if what in ("slice", "narrow", "select", "pad", "cat"):
+    if what in ("slice", "narrow", "select", "pad", "cat", "slice_backward"):
         try:
             if what == "cat":
                 cat_reading(node)
             elif what == "pad":
                 pad_reading(node)
+            elif what == "slice_backward":
+                slice_backward_reading(node)
             else:
                 window(node)
         except Unsupported as e:
@@ -327,6 +329,34 @@ def pad_reading(node):
     for k in axes:
         _constant_extent(src.shape[k], k, "pad")
     return widths, value
+
+
+def slice_backward_reading(node):
+    """slice_backward(grad, input_sizes, dim, start, end, step), the
+    gradient of a window with step 1, as the constant_pad_nd pad list that
+    puts zeros around grad. A step above 1 (a strided scatter) declines."""
+    what = "slice_backward"
+    grad = meta_val(node.args[0])
+    sizes = node_arg(node, 1, "input_sizes", None)
+    dim = _fixed(node_arg(node, 2, "dim", 0), what)
+    start = _fixed(node_arg(node, 3, "start", None), what)
+    end = _fixed(node_arg(node, 4, "end", None), what)
+    step = _fixed(node_arg(node, 5, "step", 1), what)
+    if not is_tensor(grad) or grad.dim() == 0 or \
+            not isinstance(sizes, (list, tuple)) or len(sizes) != grad.dim():
+        raise Unsupported("slice_backward to sizes %r" % (sizes,))
+    rank = grad.dim()
+    if dim is None or not -rank <= dim < rank:
+        raise Unsupported("slice_backward along axis %s of rank %d"
+                          % (dim, rank))
+    dim %= rank
+    if step != 1:
+        raise Unsupported("slice_backward with step %s (a strided scatter)"
+                          % step)
+    extent = _fixed(sizes[dim], what)
+    _constant_extent(grad.shape[dim], dim, what)
+    start, end = resize.slice_bounds(start, end, 1, extent)
+    return resize.axis_pad(rank, dim, start, extent - end)
 
 
 def cat_reading(node):
@@ -766,6 +796,10 @@ class Translation:
     def _pad(self, node, out):
         widths, value = pad_reading(node)
         return self.ops.pad(self.operand(node.args[0]), widths, value)
+
+    def _slice_backward(self, node, out):
+        return self.ops.pad(self.operand(node.args[0]),
+                            slice_backward_reading(node), 0)
 
     def _cat(self, node, out):
         tensors, axis = cat_reading(node)
