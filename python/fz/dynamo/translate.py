@@ -316,6 +316,8 @@ def pad_reading(node):
     if not isinstance(widths, (list, tuple)):
         raise Unsupported("pad widths %r" % (widths,))
     widths = [_fixed(w, "pad") for w in widths]
+    if None in widths:
+        raise Unsupported("pad widths %r" % (widths,))
     if hasattr(value, "op") or not isinstance(value, (bool, int, float)):
         raise Unsupported("pad with a value computed at run time")
     if type(value) is int and abs(value) > 1 << 53:
