@@ -246,7 +246,7 @@ def test_argmax_argmin():
     x[3, 5] = float("nan")
     fn = lambda x: (x.argmax(-1), x.argmin(0, keepdim=True),  # noqa: E731
                     (x * 2).argmax(), torch.argmax(x, dim=1, keepdim=True),
-                    x.exp().argmin())
+                    x.exp().argmin(), torch.argmax(x, keepdim=True))
     cfn, got = same(fn, (x,), "argmax/argmin")
     assert all(g.dtype == torch.int64 for g in got)
     assert cfn.fusions(), cfn.describe()

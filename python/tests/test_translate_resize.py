@@ -193,6 +193,17 @@ def test_dynamic_axes_that_are_not_resized():
     assert "f32[s0, 16]" in text and t.fd._static is False, text
 
 
+def test_argmax_of_every_axis_keepdim():
+    # torch.argmax(x, keepdim=True): dim None keeps every axis as size 1
+    g = Graph()
+    x = g.input("x", Fake([4, 8]))
+    a = g.call("aten.argmax.default", (x, None, True), Fake([1, 1], I64))
+    g.use(a)
+    supported(a)
+    t, text = build(g, [x], [a])
+    assert "argmax %0 dims(0, 1) keepdim : i64[b1, b1]" in text, text
+
+
 def test_bool_cat_and_pad():
     g = Graph()
     m = g.input("m", Fake([4, 2], BOOL))
