@@ -14,6 +14,7 @@ import threading
 import warnings
 
 from . import tables
+from .splits import split_into_views
 from .translate import (Translation, Unsupported, dry_build, meta_val,
                         node_support, op_name)
 
@@ -313,6 +314,9 @@ def compile_graph(gm, example_inputs, kind, session):
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     record = session.new_graph(kind)
+    # split pieces as slices, which fuse (splits.py); the graph changes
+    # even when no group forms, so it is recompiled then too
+    rewritten = split_into_views(gm.graph)
     support = _Support()
     partitioner = CapabilityBasedPartitioner(
         gm, support.support, allows_single_node_partition=True)
@@ -325,7 +329,6 @@ def compile_graph(gm, example_inputs, kind, session):
             if any(tables.is_compute(op_name(n.target)) for n in nodes):
                 groups.append(nodes)
     groups.sort(key=lambda g: position[g[0]])
-    rewritten = False
     for nodes in groups:
         inputs, outputs = _group_io(nodes)
         if _creates_cycle(nodes, inputs):

@@ -118,6 +118,13 @@ SPECIAL = {
     "aten.full_like.default": "full_like",
     "aten.zeros_like.default": "full_like",
     "aten.ones_like.default": "full_like",
+    # resize ops (windows, pads, concatenation: translate.py, resize.py)
+    "aten.slice.Tensor": "slice",
+    "aten.narrow.default": "narrow",
+    "aten.select.int": "select",
+    "aten.constant_pad_nd.default": "pad",
+    "aten.cat.default": "cat",
+    "aten.slice_backward.default": "slice_backward",
 }
 
 # Ops whose result is a view of their first operand: free in ATen, so a
@@ -129,6 +136,12 @@ VIEWS = {
     "aten.expand.default", "aten.squeeze.default", "aten.squeeze.dim",
     "aten.squeeze.dims", "aten.unsqueeze.default", "aten.permute.default",
     "aten.transpose.int", "aten.t.default", "aten.alias.default",
+    # Windows are views too: inside a fusion fz reads the window where its
+    # consumer needs it, but a window that leaves the group must stay a
+    # view of its base (AOTAutograd rebuilds an output that aliases an
+    # input or an intermediate from that base, by its strides and storage
+    # offset: a fresh tensor there would be read at the wrong place).
+    "aten.slice.Tensor", "aten.narrow.default", "aten.select.int",
 }
 
 # Ops that return a tuple (reached through operator.getitem).
@@ -163,6 +176,8 @@ DECOMPOSE = [
     "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward",
     "elu", "elu_backward", "softplus", "softplus_backward",
     "mse_loss", "mse_loss_backward",
+    # cross-entropy's forward: a gather of log_softmax, where and sums
+    "nll_loss_forward",
 ]
 
 # pow(x, exponent) that ATen computes without pow (and so exactly), as fz

@@ -26,7 +26,7 @@ import operator
 from .. import _lib
 from ..fusion import FusionDefinition
 from ..ops import Size
-from . import tables
+from . import resize, tables
 
 
 class Unsupported(Exception):
@@ -127,6 +127,8 @@ def node_support(node):
     for a in node.all_input_nodes:
         v = meta_val(a)
         if is_tensor(v):
+            if name == "aten.cat.default" and _legacy_empty(v):
+                continue  # cat skips it
             why = check_tensor_meta(v, "operand %s" % a.name)
             if why:
                 return why
@@ -165,6 +167,18 @@ def _special_support(node, name, kind):
         why = _index_support(node, what, first)
         if why:
             return why
+    if what in ("slice", "narrow", "select", "pad", "cat", "slice_backward"):
+        try:
+            if what == "cat":
+                cat_reading(node)
+            elif what == "pad":
+                pad_reading(node)
+            elif what == "slice_backward":
+                slice_backward_reading(node)
+            else:
+                window(node)
+        except Unsupported as e:
+            return str(e)
     if what == "gelu" and kw.get("approximate", "none") not in ("none", "tanh"):
         return "gelu approximate=%s" % kw.get("approximate")
     if what in ("sum", "prod", "amax", "amin", "mean", "var", "var_mean"):
@@ -213,6 +227,172 @@ def _index_support(node, what, first):
     return None
 
 
+# ---- resize ops ------------------------------------------------------------------
+#
+# fz's resize ops take their windows and widths as constants fixed when the
+# fusion is built, and resize only axes of constant extent. So a bound, a
+# width or a cat axis that is a run-time value (a SymInt: a graph value in
+# the FX graph), or a resized axis whose size is dynamic, declines the node
+# with the reason: it stays ATen and is computed exactly there. An axis
+# that a slice keeps whole (x[:, 1:] keeps axis 0) may be dynamic.
+
+
+def node_arg(node, position, name, default):
+    """An argument given by position or by keyword."""
+    if len(node.args) > position:
+        return node.args[position]
+    return node.kwargs.get(name, default)
+
+
+def _fixed(value, what):
+    """value as a bound fixed at compile time (an int, or None where
+    allowed), else Unsupported."""
+    if value is None or type(value) is int:
+        return value
+    raise Unsupported("%s with a bound computed at run time (%s)"
+                      % (what, getattr(value, "name", value)))
+
+
+def _constant_extent(size, axis, what):
+    key = size_key(size)
+    if key[0] != "c":
+        raise Unsupported("%s of the dynamic axis %d (size %s): fz resizes "
+                          "constant extents only" % (what, axis, key[1]))
+    return key[1]
+
+
+def _legacy_empty(v):
+    return v.dim() == 1 and size_key(v.shape[0]) == ("c", 0)
+
+
+def window(node):
+    """A slice, narrow or select node's window as (axis, start, end, step),
+    the bounds in range; None when the node keeps the whole tensor.
+    Raises Unsupported for a run-time bound or a dynamic axis."""
+    what = tables.SPECIAL[op_name(node.target)]
+    src = meta_val(node.args[0])
+    if not is_tensor(src) or src.dim() == 0:
+        raise Unsupported("%s of a rank-0 tensor" % what)
+    dim = _fixed(node_arg(node, 1, "dim", 0), what)
+    if what == "slice":
+        start = _fixed(node_arg(node, 2, "start", None), what)
+        end = _fixed(node_arg(node, 3, "end", None), what)
+        step = _fixed(node_arg(node, 4, "step", 1), what)
+    elif what == "narrow":
+        start = _fixed(node_arg(node, 2, "start", None), what)
+        length = _fixed(node_arg(node, 3, "length", None), what)
+        step = 1
+    else:
+        index = _fixed(node_arg(node, 2, "index", None), what)
+        step = 1
+    rank = src.dim()
+    if dim is None or not -rank <= dim < rank:
+        raise Unsupported("%s along axis %s of a rank-%d tensor"
+                          % (what, dim, rank))
+    dim %= rank
+    if what == "slice" and resize.is_whole_slice(start, end, step):
+        return None
+    extent = _constant_extent(src.shape[dim], dim, what)
+    try:
+        if what == "slice":
+            start, end = resize.slice_bounds(start, end, step, extent)
+        elif what == "narrow":
+            start, end = resize.narrow_bounds(start, length, extent)
+        else:
+            start = resize.select_index(index, extent)
+            end = start + 1
+    except (TypeError, ValueError) as e:
+        raise Unsupported("%s: %s" % (what, e))
+    return dim, start, end, step
+
+
+def pad_reading(node):
+    """constant_pad_nd's (widths, value) after checking that fz can take
+    them: fixed widths, padded axes of constant extent, a fill value that
+    is a number (fz holds it as a double: an integer must be exact)."""
+    src = meta_val(node.args[0])
+    widths = node.args[1] if len(node.args) > 1 else node.kwargs.get("pad")
+    value = node_arg(node, 2, "value", 0)
+    if not isinstance(widths, (list, tuple)):
+        raise Unsupported("pad widths %r" % (widths,))
+    widths = [_fixed(w, "pad") for w in widths]
+    if None in widths:
+        raise Unsupported("pad widths %r" % (widths,))
+    if hasattr(value, "op") or not isinstance(value, (bool, int, float)):
+        raise Unsupported("pad with a value computed at run time")
+    if type(value) is int and abs(value) > 1 << 53:
+        raise Unsupported("pad value %d is not exact as a double" % value)
+    if not is_tensor(src) or src.dim() == 0:
+        raise Unsupported("pad of a rank-0 tensor")
+    try:
+        axes = resize.padded_axes(widths, src.dim())
+    except (TypeError, ValueError) as e:
+        raise Unsupported("pad: %s" % e)
+    for k in axes:
+        _constant_extent(src.shape[k], k, "pad")
+    return widths, value
+
+
+def slice_backward_reading(node):
+    """slice_backward(grad, input_sizes, dim, start, end, step), the
+    gradient of a window with step 1, as the constant_pad_nd pad list that
+    puts zeros around grad. A step above 1 (a strided scatter) declines."""
+    what = "slice_backward"
+    grad = meta_val(node.args[0])
+    sizes = node_arg(node, 1, "input_sizes", None)
+    dim = _fixed(node_arg(node, 2, "dim", 0), what)
+    start = _fixed(node_arg(node, 3, "start", None), what)
+    end = _fixed(node_arg(node, 4, "end", None), what)
+    step = _fixed(node_arg(node, 5, "step", 1), what)
+    if not is_tensor(grad) or grad.dim() == 0 or \
+            not isinstance(sizes, (list, tuple)) or len(sizes) != grad.dim():
+        raise Unsupported("slice_backward to sizes %r" % (sizes,))
+    rank = grad.dim()
+    if dim is None or not -rank <= dim < rank:
+        raise Unsupported("slice_backward along axis %s of rank %d"
+                          % (dim, rank))
+    dim %= rank
+    if step != 1:
+        raise Unsupported("slice_backward with step %s (a strided scatter)"
+                          % step)
+    extent = _fixed(sizes[dim], what)
+    _constant_extent(grad.shape[dim], dim, what)
+    start, end = resize.slice_bounds(start, end, 1, extent)
+    return resize.axis_pad(rank, dim, start, extent - end)
+
+
+def cat_reading(node):
+    """cat's (operand nodes fz concatenates, axis): torch.cat's legacy
+    empty operands left out; every operand's extent along the axis must
+    be a constant."""
+    tensors = node.args[0] if node.args else node.kwargs.get("tensors")
+    dim = _fixed(node_arg(node, 1, "dim", 0), "cat")
+    if not isinstance(tensors, (list, tuple)) or \
+            not all(hasattr(t, "op") and is_tensor(meta_val(t))
+                    for t in tensors):
+        raise Unsupported("cat of operands that are not tensors")
+    shapes = []
+    for t in tensors:
+        keys = [size_key(s) for s in meta_val(t).shape]
+        shapes.append([k[1] if k[0] == "c" else None for k in keys])
+    try:
+        kept, axis = resize.cat_operands(shapes, dim)
+    except (TypeError, ValueError) as e:
+        raise Unsupported("cat: %s" % e)
+    for k in kept:
+        _constant_extent(meta_val(tensors[k]).shape[axis], axis, "cat")
+    return [tensors[k] for k in kept], axis
+
+
+def _operand_nodes(node):
+    """The graph values a node reads (a cat's legacy empty operands are
+    not read)."""
+    if op_name(node.target) == "aten.cat.default":
+        return [a for a in node.all_input_nodes
+                if not (is_tensor(meta_val(a)) and _legacy_empty(meta_val(a)))]
+    return node.all_input_nodes
+
+
 # ---- building -----------------------------------------------------------------
 
 
@@ -256,7 +436,7 @@ class Translation:
         needed = self._needed()
         used = set()
         for n in needed:
-            used.update(n.all_input_nodes)
+            used.update(_operand_nodes(n))
         with self.fd:
             # Tensor inputs first, so that the symbols of their sizes exist
             # before any op's shape names them.
@@ -593,6 +773,44 @@ class Translation:
         dims, keepdim = self._dims(node), self._keepdim(node, position=99)
         return self.ops.var_mean(self.operand(node.args[0]), dims,
                                  self._correction(node), keepdim)
+
+    # resize ops
+
+    def _slice(self, node, out):
+        """slice, narrow and select: one window along one axis (select:
+        a window of one, squeezed away)."""
+        x = self.operand(node.args[0])
+        w = window(node)
+        if w is None:
+            return x
+        dim, start, end, step = w
+        rank = meta_val(node.args[0]).dim()
+        starts, ends, steps = [None] * rank, [None] * rank, [1] * rank
+        starts[dim], ends[dim], steps[dim] = start, end, step
+        y = self.ops.slice(x, starts, ends, steps)
+        if op_name(node.target) == "aten.select.int":
+            y = self.ops.squeeze(y, [dim])
+        return y
+
+    _narrow = _slice
+    _select = _slice
+
+    def _pad(self, node, out):
+        widths, value = pad_reading(node)
+        return self.ops.pad(self.operand(node.args[0]), widths, value)
+
+    def _slice_backward(self, node, out):
+        return self.ops.pad(self.operand(node.args[0]),
+                            slice_backward_reading(node), 0)
+
+    def _cat(self, node, out):
+        tensors, axis = cat_reading(node)
+        # in the result's dtype first (torch.cat's promotion, read from
+        # the meta): a cast only where an operand differs
+        operands = [self.coerce(self.operand(t), out.dtype) for t in tensors]
+        if len(operands) == 1:
+            return self.ops.set(operands[0])  # a copy, as torch.cat's
+        return self.ops.cat(operands, axis)
 
     # shapes
 
