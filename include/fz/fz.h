@@ -589,7 +589,8 @@ fz_value *fz_build_arg_reduction(fz_fusion *fusion, const char *op,
                                  bool keepdim, fz_error *err);
 /* The variance over dims (fz_build_reduction's rules; "mean" is a
  * reduction keyword of its own) with Bessel's `correction`, a finite
- * number >= 0 (torch.var's correction, 1 by default there): the squared
+ * number (torch.var's correction, 1 by default there; negative ones
+ * divide by more than the count, as torch's do): the squared
  * distances from the mean summed, over max(0, count - correction), so a
  * correction >= count gives inf (NaN for a constant input), as in
  * PyTorch. Floating-point operands only; f16 and bf16 compute in f32. A

@@ -458,7 +458,7 @@ typedef struct fz_attrs {
   bool has_iota_start, has_iota_step;
   int symbol; /* symbol: the index of the symbol read */
   fz_resize resize; /* slice, pad (with `fill`); cat's axis is dims[0] */
-  double correction; /* var: finite, >= 0 (zero-initialised: 0) */
+  double correction; /* var: finite (zero-initialised: 0) */
 } fz_attrs;
 
 /* Create an op and its result with inferred dtype and shape. Rank-0

@@ -88,9 +88,9 @@ static bool normalize_axes(const char *name, fz_op_kind kind,
  * torch.var computes it. */
 static fz_value *var_of_one(fz_fusion *f, fz_value *a, const fz_attrs *attrs,
                             fz_error *err) {
-  if (!(attrs->correction >= 0 && isfinite(attrs->correction))) {
+  if (!isfinite(attrs->correction)) {
     fz_error_set(err, FZ_ERR_INVALID,
-                 "var: correction %g must be a finite number >= 0",
+                 "var: correction %g must be a finite number",
                  attrs->correction);
     return NULL;
   }

@@ -403,9 +403,8 @@ static fz_status infer_reduction(infer_ctx *c, fz_opcode code,
     return fail(c, "is only defined on floating-point operands, not %s (as "
                    "in PyTorch); cast them first",
                 fz_dtype_name(a->type.dtype));
-  if (code == FZ_OP_VAR && !(attrs->correction >= 0 && isfinite(attrs->correction)))
-    return fail(c, "correction %g must be a finite number >= 0",
-                attrs->correction);
+  if (code == FZ_OP_VAR && !isfinite(attrs->correction))
+    return fail(c, "correction %g must be a finite number", attrs->correction);
   if (attrs->num_dims == 0)
     return fail(c, "needs at least one dim to reduce");
   fz_status st =

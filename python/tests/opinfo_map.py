@@ -369,9 +369,6 @@ def var_arguments(sample):
     if isinstance(correction, bool) or not isinstance(correction,
                                                       (int, float)):
         raise Unsupported("correction=%r" % (correction,))
-    if correction < 0:
-        raise Unsupported("correction < 0 (fz's var takes a correction "
-                          ">= 0; torch divides by count - correction)")
     return _dims(dim, "var"), correction, bool(keepdim)
 
 
