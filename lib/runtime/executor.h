@@ -115,6 +115,11 @@ struct fz_executor {
    * exact sizes, no kernel shared by a size class (fz_problem's
    * exact_sizes), to measure what sharing costs. */
   bool exact_sizes;
+  /* FZ_GRID_AT_LOAD=off when the executor was made: reduction grids keep
+   * the scheduler's estimate of the residency instead of being sized from
+   * the loaded kernel's occupancy (lib/sched/split_grid.h), to measure
+   * what that sizing gains. */
+  bool grid_from_estimate;
   /* Whether the fusion's sizes changed between calls: the symbol values
    * of the first signature miss are kept, and once a miss binds others,
    * plans share kernels by size class for good. Until then (a fusion run

@@ -23,6 +23,7 @@
  * takes the memory from the executor's allocator (scratch.c).
  */
 #include "runtime/executor.h"
+#include "sched/split_grid.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,32 @@ static bool step_outputs_empty(const fz_segment *seg, const fz_problem *pb) {
   return true;
 }
 
+/* An inner or outer reduction's grid, sized again for the blocks an SM
+ * keeps of the loaded kernel: its registers, which only the driver's JIT
+ * knows, often allow fewer than the scheduler's estimate, and a grid of
+ * 1.5 waves takes as long as two. Before the workspace is laid out, which
+ * follows the split. */
+static fz_status size_grid_at_load(fz_executor *ex, fz_plan *plan,
+                                   const kernel_entry *kernel, fz_error *err) {
+  if (ex->grid_from_estimate || (plan->kind != FZ_PLAN_INNER_REDUCTION &&
+                                 plan->kind != FZ_PLAN_OUTER_REDUCTION))
+    return FZ_OK;
+  /* a driver table without the query (one made by hand, as the tests'
+   * fake drivers are): the scheduler's estimate stands */
+  if (!ex->device->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    return FZ_OK;
+  int per_sm = 0;
+  fz_status st =
+      fz_module_occupancy(kernel->module, plan->threads,
+                          (unsigned)fz_plan_shared_bytes(plan), &per_sm, err);
+  if (st != FZ_OK)
+    return st;
+  /* none resident: the launch reports it; 0 keeps the estimate */
+  const fz_device_props *props = fz_device_get_props(ex->device);
+  fz_reduction_size_grid(plan, props->sm_count, per_sm, true);
+  return FZ_OK;
+}
+
 /* Plan, kernel, workspace and parameters of launch k. */
 static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
                               const fz_problem *parent,
@@ -188,7 +215,7 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
     s->plan = whole_plan;
   else if ((st = fz_schedule(&pb, e->arena, &s->plan, err)) != FZ_OK)
     return st;
-  const fz_plan *plan = s->plan;
+  fz_plan *plan = s->plan;
   /* The parameter order of plan.h: pointers, then the scalars, then the
    * two workspace pointers when the plan takes them. */
   s->num_scalars = fz_plan_num_scalar_params(plan);
@@ -200,6 +227,8 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
   FZ_CHECK(fz_plan_num_params(plan) <= FZ_MAX_PARAMS);
   if ((st = find_or_compile_kernel(ex, plan, e->arena, dump, k, &s->kernel,
                                    err)) != FZ_OK)
+    return st;
+  if ((st = size_grid_at_load(ex, plan, s->kernel, err)) != FZ_OK)
     return st;
 
   s->workspace_bytes = fz_plan_workspace_bytes(plan);

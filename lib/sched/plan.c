@@ -502,12 +502,19 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       fz_buf_printf(b, " cluster=%d", p->cluster);
     fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");
   }
-  else if (is_reduction(p))
+  else if (is_reduction(p)) {
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 "x%d block=%dx%d vector=%d "
-                  "unroll=%d%s\n",
+                  "unroll=%d%s",
                   p->grid_x, p->split, p->block_x, p->block_y, p->vector,
                   p->unroll, p->split > 1 ? " grid-reduction" : "");
+    /* the executor sizes the grid again from the loaded kernel */
+    if (p->resident_per_sm)
+      fz_buf_printf(b, "; grid sized at load (%s: %d blocks/SM)",
+                    p->resident_measured ? "occupancy" : "estimate",
+                    p->resident_per_sm);
+    fz_buf_puts(b, "\n");
+  }
   else if (p->kind == FZ_PLAN_TRANSPOSE)
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%d vector=%d tile=%dx%d "

@@ -282,6 +282,12 @@ typedef struct fz_plan {
    * through distributed shared memory (lib/lower/persistent_cluster.c);
    * clusters walk the rows (clusterid, nclusterid). */
   int cluster;
+  /* Inner and outer reduction plans: the resident blocks an SM keeps
+   * that grid_x and split were sized for (lib/sched/split_grid.h), and
+   * whether that is the loaded kernel's occupancy (the executor sizes the
+   * grid again once the kernel is loaded) or the scheduler's estimate. */
+  int resident_per_sm;
+  bool resident_measured;
 } fz_plan;
 
 /* The largest cluster a plan asks for: the portable limit. */

@@ -26,6 +26,7 @@
  */
 #include "sched/dag.h"
 #include "sched/heuristics.h"
+#include "sched/split_grid.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -76,25 +77,14 @@ static void inner_launch(const fz_problem *pb, fz_plan *p) {
     by = fz_pow2_ceil(rows);
   p->block_x = (int)bx;
   p->block_y = (int)by;
-  int64_t tiles = fz_cdiv(rows, by);
-  int64_t blocks_per_sm = 2048 / (bx * by);
-  int64_t resident = (int64_t)pb->device.num_sms * blocks_per_sm;
-  p->split = 1;
+  p->threads = (int)(bx * by);
   /* Split R when the tiles leave SMs idle and each split keeps at least
-   * 4 vectors per thread; round down so that the blocks make one wave
-   * (1.09 waves cost a whole second wave's latency). */
-  if (tiles > 0 && tiles < resident) { /* no tiles: an empty output */
-    int64_t want = resident / tiles;
-    int64_t most = groups / (bx * 4);
-    int64_t s = want < most ? want : most;
-    p->split = s > 1 ? (int)(s > 65535 ? 65535 : s) : 1;
-  }
-  p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
+   * 4 vectors per thread, in whole waves (1.09 waves cost a whole second
+   * wave's latency): split_grid.c, again at load for the real residency. */
+  fz_reduction_size_grid(p, pb->device.num_sms, 0, false);
   int64_t per_thread = fz_cdiv(groups, bx * p->split);
   /* all of a thread's loads of a row in flight at once, up to 8 */
   p->unroll = per_thread >= 8 ? 8 : per_thread >= 4 ? 4 : per_thread >= 2 ? 2 : 1;
-  p->threads = (int)(bx * by);
-  p->blocks = p->grid_x * p->split;
 }
 
 /* Outer: block_x threads along the kept innermost axis (vector lanes
@@ -124,19 +114,9 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
     by = 1;
   p->block_x = (int)bx;
   p->block_y = (int)by;
-  int64_t tiles = fz_cdiv(kept, bx);
-  int64_t blocks_per_sm = 2048 / (bx * by);
-  if (blocks_per_sm > 32)
-    blocks_per_sm = 32;
-  int64_t resident = (int64_t)pb->device.num_sms * blocks_per_sm;
-  p->split = 1;
-  if (tiles > 0 && tiles < resident) { /* no tiles: an empty output */
-    int64_t want = resident / tiles; /* one wave, as for inner */
-    int64_t most = rlen / (by * 8); /* keep 8 rows per thread per split */
-    int64_t s = want < most ? want : most;
-    p->split = s > 1 ? (int)(s > 65535 ? 65535 : s) : 1;
-  }
-  p->grid_x = tiles < resident * 4 ? tiles : resident * 4;
+  p->threads = (int)(bx * by);
+  /* R is split as for inner, keeping 8 rows per thread per split */
+  fz_reduction_size_grid(p, pb->device.num_sms, 0, false);
   int64_t per_thread = fz_cdiv(rlen, by * p->split);
   /* 8 loads in flight when R is short (all of it) or the kept space is
    * narrow (few threads per row, so each needs more bytes in flight) */
@@ -144,8 +124,6 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
               : per_thread >= 4                          ? 4
               : per_thread >= 2                          ? 2
                                                          : 1;
-  p->threads = (int)(bx * by);
-  p->blocks = p->grid_x * p->split;
 }
 
 /* ---- the scheduler ------------------------------------------------------ */
@@ -266,10 +244,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     inner_launch(pb, p);
   else
     outer_launch(pb, p);
-  int64_t loop = fz_plan_kept_points(p) + p->grid_x * (p->block_x + p->block_y);
-  int64_t rloop = fz_plan_reduced_points(p) +
-                  (int64_t)p->split * p->block_x * p->block_y * p->unroll * p->vector;
-  p->index32 = fz_plan_fits_int32(p, loop > rloop ? loop : rloop);
+  p->index32 = fz_plan_fits_int32(p, fz_reduction_index_bound(p));
   *out = p;
   return true;
 }

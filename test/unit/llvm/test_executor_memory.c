@@ -32,6 +32,8 @@ static struct {
   size_t memset_bytes;
   CUstream capturing; /* the stream the fake reports as being captured */
   int launches;
+  unsigned grid_x, grid_y; /* the last launch's grid */
+  int blocks_per_sm;       /* what the occupancy query answers */
   int num_params;        /* counted in the loaded PTX */
   uint64_t workspace;    /* the last launch's workspace pointer */
   uint64_t counters;     /* and counters pointer */
@@ -111,12 +113,21 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   ck_assert_int_ge(drv.num_params, 2);
   drv.launches++;
   drv.launch_stream = s;
+  drv.grid_x = gx;
+  drv.grid_y = gy;
   memcpy(&drv.workspace, params[drv.num_params - 2], 8);
   memcpy(&drv.counters, params[drv.num_params - 1], 8);
   return CUDA_SUCCESS;
 }
 
-static const fz_cuda fake_cu = {
+static CUresult occupancy(int *blocks, CUfunction f, int threads,
+                          size_t shared) {
+  *blocks = drv.blocks_per_sm;
+  return CUDA_SUCCESS;
+}
+
+/* not const: a test takes the occupancy query away (setup restores it) */
+static fz_cuda fake_cu = {
     .cuGetErrorName = name_of,
     .cuGetErrorString = string_of,
     .cuCtxGetCurrent = get_current,
@@ -131,6 +142,7 @@ static const fz_cuda fake_cu = {
     .cuFuncGetAttribute = func_get_attr,
     .cuFuncSetAttribute = func_set_attr,
     .cuLaunchKernel = launch,
+    .cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy,
 };
 
 static fz_device device;
@@ -141,6 +153,10 @@ static void setup(void) {
   setenv("FZ_CACHE_DIR", "off", 1);
   memset(&drv, 0, sizeof drv);
   drv.next_address = 0x100000;
+  /* the full sum's kernel: 3 blocks of 512 threads an SM, where the
+   * scheduler estimates 4 */
+  drv.blocks_per_sm = 3;
+  fake_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy;
   device = (fz_device){.cu = &fake_cu, .context = (CUcontext)0x1000};
   device.props.sm = 90;
   device.props.sm_count = 132;
@@ -383,6 +399,59 @@ START_TEST(test_least_recently_used_signature_is_evicted) {
 }
 END_TEST
 
+/* ---- the grid, sized at load ------------------------------------------- */
+
+/* The full sum of BIG floats is one row of 2^22 vectors, read by blocks
+ * of 512 threads: split 528 ways for the estimated 4 blocks an SM (132
+ * SMs), 396 ways for the 3 the fake driver's occupancy query reports.
+ * The workspace (one f32 partial a slice, then the counters at the next
+ * 256-byte boundary) follows the split launched. */
+static void expect_split(int split) {
+  expect_run(BIG, STREAM_A);
+  ck_assert_uint_eq(drv.grid_x, 1);
+  ck_assert_uint_eq(drv.grid_y, (unsigned)split);
+  ck_assert_uint_eq(drv.counters - drv.workspace,
+                    (4 * (uint64_t)split + 255) / 256 * 256);
+}
+
+START_TEST(test_grid_sized_from_occupancy) {
+  expect_split(396);
+  const char *plan = fz_executor_last_plan(ex);
+  ck_assert_ptr_nonnull(plan);
+  ck_assert_msg(strstr(plan, "launch grid=1x396 block=512x1 vector=4 unroll=8 "
+                             "grid-reduction; grid sized at load (occupancy: "
+                             "3 blocks/SM)"),
+                "%s", plan);
+}
+END_TEST
+
+/* A driver table without the query: the scheduler's estimate. */
+START_TEST(test_grid_estimate_without_query) {
+  fake_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor = NULL;
+  expect_split(528);
+}
+END_TEST
+
+/* A kernel the query says cannot be resident: the estimate (the launch
+ * would report it). */
+START_TEST(test_grid_estimate_without_residency) {
+  drv.blocks_per_sm = 0;
+  expect_split(528);
+}
+END_TEST
+
+/* FZ_GRID_AT_LOAD=off when the executor is made: the estimate. */
+START_TEST(test_grid_estimate_when_asked) {
+  fz_executor_destroy(ex);
+  setenv("FZ_GRID_AT_LOAD", "off", 1);
+  fz_error err;
+  fz_status st = fz_executor_create(fusion, &device, &ex, &err);
+  unsetenv("FZ_GRID_AT_LOAD");
+  ck_assert_msg(st == FZ_OK, "%s", err.message);
+  expect_split(528);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("executor_memory");
   TCase *tc = tcase_create("fake driver");
@@ -394,6 +463,10 @@ static Suite *make(void) {
   tcase_add_test(tc, test_switching_allocators_frees_blocks);
   tcase_add_test(tc, test_capture_needs_a_warm_signature);
   tcase_add_test(tc, test_least_recently_used_signature_is_evicted);
+  tcase_add_test(tc, test_grid_sized_from_occupancy);
+  tcase_add_test(tc, test_grid_estimate_without_query);
+  tcase_add_test(tc, test_grid_estimate_without_residency);
+  tcase_add_test(tc, test_grid_estimate_when_asked);
   suite_add_tcase(s, tc);
   return s;
 }
