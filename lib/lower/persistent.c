@@ -351,8 +351,10 @@ static bool setup(pers *s, fz_kernel *k) {
       s->colnode[s->ncol++] = i;
     }
   s->colacc = calloc((size_t)s->ncol * G * V + 1, sizeof *s->colacc);
+  s->slice_res = calloc((size_t)s->ncol * V + 1, sizeof *s->slice_res);
   if (!s->space || !s->g || !s->gactive || !s->coord || !s->roff || !s->full ||
-      !s->rowt || !s->done || !s->base || !s->colacc || !s->pf_rowval) {
+      !s->rowt || !s->done || !s->base || !s->colacc || !s->pf_rowval ||
+      !s->slice_res) {
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
     return false;
   }
@@ -371,6 +373,7 @@ static void teardown(pers *s) {
   free(s->base);
   free(s->colacc);
   free(s->pf_rowval);
+  free(s->slice_res);
 }
 
 /* ---- the row combine's layout -------------------------------------------- */
@@ -511,6 +514,8 @@ static bool entry(pers *s) {
   s->row_tx = s->tx;
   s->row_threads = p->block_x;
   if (p->cluster && !fz_pers_cluster_entry(s))
+    return false;
+  if (p->column_slices > 1 && !fz_pers_slices_entry(s))
     return false;
 
   /* the thread's groups: the same R coordinates for every row */
@@ -858,6 +863,12 @@ static bool tile_walk_init(pers *s, tile_walk *w) {
   w->ctaid = fz_kernel_sreg(k, s->p->cluster ? "clusterid.x" : "ctaid.x");
   w->nctaid = fz_kernel_sreg(k, s->p->cluster ? "nclusterid.x" : "nctaid.x");
   w->last = NULL; /* tile_walk_last, where the caller's guards are done */
+  if (w->ctaid && w->nctaid && s->p->column_slices > 1) {
+    /* the blocks of one slice walk the tiles (plan.h) */
+    LLVMValueRef S = fz_kernel_idx(k, s->p->column_slices);
+    w->ctaid = LLVMBuildUDiv(b, w->ctaid, S, "slice.block");
+    w->nctaid = LLVMBuildUDiv(b, w->nctaid, S, "slice.blocks");
+  }
   return w->ctaid && w->nctaid;
 }
 
@@ -991,7 +1002,9 @@ static bool body_held(pers *s) {
     return false;
   size_t nodes = (size_t)p->num_nodes, G = (size_t)s->G, V = (size_t)s->V;
   held_row *rows = calloc((size_t)s->held, sizeof *rows);
-  LLVMValueRef *res = calloc(G * V + 1, sizeof *res);
+  /* a round's column results: [g * V + l], or for a column-sliced plan
+   * (one group) [j * V + l] */
+  LLVMValueRef *res = calloc((G + (size_t)s->ncol) * V + 1, sizeof *res);
   bool ok = rows && res;
   for (int t = 0; ok && t < s->held; t++) {
     rows[t].full = calloc(G * nodes * V + 1, sizeof *rows[t].full);
@@ -1028,6 +1041,13 @@ static bool body_held(pers *s) {
     }
     if (!ok || r == p->phases)
       break;
+    if (p->column_slices > 1) {
+      ok = fz_pers_slice_columns(s, r, res);
+      for (int j = 0; ok && j < s->ncol; j++)
+        if (p->nodes[s->colnode[j]].phase == r + 1)
+          inject_column(s, rows, s->colnode[j], res + (size_t)j * V);
+      continue;
+    }
     ok = fz_pers_columns(s, r);
     for (int j = 0; ok && j < s->ncol; j++) {
       if (p->nodes[s->colnode[j]].phase != r + 1)

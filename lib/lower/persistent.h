@@ -92,6 +92,12 @@ typedef struct pers {
    * slots in shared memory, the i32 alloca of the slot half in use, and
    * the generic address of the slots this thread reads (another block's) */
   LLVMValueRef cl_rank, cl_slots, cl_parity, cl_remote;
+  /* plan->column_slices > 1 (persistent_slices.c): the block's slice
+   * (index type), and per column REDUCE node j the results at the
+   * thread's group once its round is combined, slice_res[j * V + l] in
+   * the node's dtype (NULL before) */
+  LLVMValueRef slice;
+  LLVMValueRef *slice_res;
 } pers;
 
 static inline LLVMValueRef *pers_full(pers *s, int k, int node) {
@@ -158,6 +164,41 @@ size_t fz_pers_column_scratch(const pers *s);
  * pass also writes their results to the workspace and ends with a second
  * grid barrier, after which fz_pers_column_results reads them. */
 bool fz_pers_columns(pers *s, int round);
+/* The pieces of fz_pers_columns that a column-sliced plan shares: the
+ * round's partials combined across ty (valid in ty == 0), that tree alone
+ * on vals (every thread must call both), ty == 0's publication of the
+ * block's partials, and the partials of column point `col` of blocks
+ * from, from + step, ... below gridDim.x combined into the allocas
+ * acc[j * V + l] in block order. */
+bool fz_pers_block_partials(pers *s, int round, LLVMValueRef *vals);
+bool fz_pers_ty_combine(pers *s, LLVMValueRef *vals);
+bool fz_pers_publish(pers *s, LLVMValueRef *vals);
+bool fz_pers_sum_partials(pers *s, LLVMValueRef *acc, LLVMValueRef col,
+                          LLVMValueRef from, int step);
+/* The column outputs of group gc: its coordinates into c->coord, then,
+ * with c->vals holding the column REDUCE results (c->done set), the
+ * stores of the round's column outputs. */
+typedef struct fz_pers_colpass {
+  LLVMValueRef coord[FZ_MAX_RANK];
+  LLVMValueRef *vals; /* [node][V] */
+  bool *done;         /* [node] */
+} fz_pers_colpass;
+void fz_pers_col_coords(pers *s, fz_pers_colpass *c, LLVMValueRef gc);
+bool fz_pers_col_stores(pers *s, fz_pers_colpass *c);
+
+/* ---- persistent_slices.c ------------------------------------------------- */
+
+/* In the entry, after tx: traps unless gridDim.x is a multiple of the
+ * slices; sets the block's slice, row_tx and row_threads. */
+bool fz_pers_slices_entry(pers *s);
+/* Round `round` of a column-sliced plan: the block's partials published,
+ * a barrier of the slice's blocks, every block's sum of its slice's
+ * partials, the column outputs of the round (by the slice's first
+ * block), and in res[j * V + l] (node dtype) the results of the round's
+ * column REDUCE nodes at the thread's group, in every thread. Every
+ * thread of every block must call it. */
+bool fz_pers_slice_columns(pers *s, int round, LLVMValueRef *res);
+
 /* Column REDUCE number j's results at the thread's groups, res[g * V +
  * l], in the node's dtype (OUTER, after fz_pers_columns(s, round)). */
 bool fz_pers_column_results(pers *s, int round, int j, LLVMValueRef *res);

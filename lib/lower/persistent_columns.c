@@ -111,6 +111,13 @@ static bool block_partials(pers *s, LLVMValueRef *vals) {
     return true;
   /* the rows' last round may still be reading the scratch */
   fz_emit_barrier(e);
+  return fz_pers_ty_combine(s, vals);
+}
+
+bool fz_pers_ty_combine(pers *s, LLVMValueRef *vals) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  int lanes = s->G * s->V;
   fz_reduce_layout lay;
   column_layout(s, &lay);
   for (int j = 0; j < s->ncol; j++) {
@@ -315,11 +322,7 @@ static void grid_barrier(pers *s) {
 
 /* ---- 4. the final pass over the columns ---------------------------------- */
 
-typedef struct colpass {
-  LLVMValueRef coord[FZ_MAX_RANK];
-  LLVMValueRef *vals; /* [node][V] */
-  bool *done;         /* [node] */
-} colpass;
+typedef fz_pers_colpass colpass;
 
 /* A node of the column space (or constant along the kept axes) for the
  * pass's column group, all lanes (walk.c evaluates the operands it reads
@@ -377,6 +380,41 @@ static bool col_leave(void *ctx, int i) {
 static bool eval_col(pers *s, colpass *c, int i) {
   col_walk w = {s, c};
   return fz_walk_nodes(&s->k->e, i, col_enter, col_leave, &w);
+}
+
+void fz_pers_col_coords(pers *s, fz_pers_colpass *c, LLVMValueRef gc) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  /* the column's coordinates, in the index type */
+  LLVMValueRef gi =
+      LLVMTypeOf(gc) == e->t_idx ? gc : LLVMBuildTrunc(e->b, gc, e->t_idx, "");
+  for (int d = 0; d < s->p->rank; d++)
+    c->coord[d] = fz_kernel_idx(k, 0);
+  fz_kernel_decompose(k, gi, s->raxes, s->nr, s->V, s->r_per_row, c->coord);
+}
+
+bool fz_pers_col_stores(pers *s, fz_pers_colpass *c) {
+  fz_kernel *k = s->k;
+  const fz_plan *p = s->p;
+  bool ok = true;
+  for (int i = 0; ok && i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_STORE || n->space != FZ_SPACE_COLUMN)
+      continue;
+    /* an outer plan stores a column output in the round that makes it
+     * (one with no reduction in it, in the first) */
+    int ready = p->nodes[n->operands[0]].phase;
+    if (s->col_round >= 0 && ready != s->col_round + 1 &&
+        !(ready == 0 && s->col_round == 0))
+      continue;
+    ok = eval_col(s, c, n->operands[0]);
+    if (ok) {
+      LLVMValueRef off = fz_kernel_offset(
+          k, n->access, k->access[n->access].offset, c->coord, s->rmask);
+      ok = fz_kernel_store_node(k, i, c->vals, off, s->V);
+    }
+  }
+  return ok && !k->e.failed;
 }
 
 /* Into the allocas acc[j][l]: the partials of column point `col` of
@@ -531,12 +569,7 @@ static bool final_pass(pers *s, const wspace *w) {
                              LLVMBuildICmp(b, LLVMIntEQ, slice, i64c(e, 0), ""),
                              ""),
                 "col.store");
-    /* the column's coordinates, in the index type */
-    LLVMValueRef gi =
-        LLVMTypeOf(gc) == e->t_idx ? gc : LLVMBuildTrunc(b, gc, e->t_idx, "");
-    for (int d = 0; d < p->rank; d++)
-      c.coord[d] = fz_kernel_idx(k, 0);
-    fz_kernel_decompose(k, gi, s->raxes, s->nr, s->V, s->r_per_row, c.coord);
+    fz_pers_col_coords(s, &c, gc);
     for (int j = 0; j < s->ncol; j++) {
       int i = s->colnode[j];
       LLVMValueRef *out = fz_slot_val(p, c.vals, i);
@@ -560,23 +593,7 @@ static bool final_pass(pers *s, const wspace *w) {
         out[l] = fz_emit_convert(e, got[l], col_acc(s, j), p->nodes[i].dtype);
       c.done[i] = true;
     }
-    for (int i = 0; ok && i < nodes; i++) {
-      const fz_plan_node *n = &p->nodes[i];
-      if (n->kind != FZ_NODE_STORE || n->space != FZ_SPACE_COLUMN)
-        continue;
-      /* an outer plan stores a column output in the round that makes it
-       * (one with no reduction in it, in the first) */
-      int ready = p->nodes[n->operands[0]].phase;
-      if (s->col_round >= 0 && ready != s->col_round + 1 &&
-          !(ready == 0 && s->col_round == 0))
-        continue;
-      ok = eval_col(s, &c, n->operands[0]);
-      if (ok) {
-        LLVMValueRef off = fz_kernel_offset(
-            k, n->access, k->access[n->access].offset, c.coord, s->rmask);
-        ok = fz_kernel_store_node(k, i, c.vals, off, s->V);
-      }
-    }
+    ok = ok && fz_pers_col_stores(s, &c);
     fz_if_end(e, &writer);
     if (ok)
       fz_emit_loop_end(e, &cl, stride);
@@ -634,4 +651,24 @@ bool fz_pers_column_results(pers *s, int round, int j, LLVMValueRef *res) {
         return false;
   }
   return !e->failed;
+}
+
+/* ---- for column-sliced outer plans (persistent_slices.c) ----------------- */
+
+bool fz_pers_block_partials(pers *s, int round, LLVMValueRef *vals) {
+  s->col_round = round;
+  return block_partials(s, vals);
+}
+
+bool fz_pers_publish(pers *s, LLVMValueRef *vals) {
+  wspace w;
+  workspace_regions(s, &w);
+  return publish(s, &w, vals);
+}
+
+bool fz_pers_sum_partials(pers *s, LLVMValueRef *acc, LLVMValueRef col,
+                          LLVMValueRef from, int step) {
+  wspace w;
+  workspace_regions(s, &w);
+  return sum_blocks(s, &w, acc, col, from, w.blocks, step);
 }

@@ -33,6 +33,7 @@
 #include "sched/dag.h"
 #include "sched/heuristics.h"
 #include "sched/persistent_cluster.h"
+#include "sched/persistent_slices.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -171,6 +172,8 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
       along_rows |= !p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
     row_loads += along_rows;
   }
+  if (fz_persistent_slices_plan(pb, p, columns, row_loads))
+    return true;
   int64_t by = 512 / p->block_x;
   if (by < 1)
     by = 1;

@@ -195,6 +195,8 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
 size_t fz_plan_counter_bytes(const fz_plan *p) {
   if (!has_workspace(p))
     return 0;
+  if (p->kind == FZ_PLAN_OUTER_PERSISTENT && p->column_slices > 1)
+    return 4 * (size_t)p->column_slices; /* a barrier counter per slice */
   if (fz_plan_has_grid_columns(p))
     return 8; /* grid barrier: arrivals, generation */
   return 4 * (size_t)fz_plan_num_tiles(p);
@@ -448,6 +450,8 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
     }
     if (p->cluster)
       fz_buf_printf(&b, " cluster=%d", p->cluster);
+    if (p->column_slices > 1)
+      fz_buf_printf(&b, " slices=%d", p->column_slices);
     fz_buf_puts(&b, "\n");
   }
   if (p->kind == FZ_PLAN_TRANSPOSE)
@@ -482,12 +486,15 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   p->extents[k]);
   fz_buf_printf(b, "] reference %s index%d\n", p->reference,
                 p->index32 ? 32 : 64);
+  char slices_text[32];
+  snprintf(slices_text, sizeof slices_text, " slices=%d", p->column_slices);
   if (p->kind == FZ_PLAN_OUTER_PERSISTENT)
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
-                  "persistent=%d rows-held=%d phases=%d cooperative\n",
+                  "persistent=%d rows-held=%d phases=%d cooperative%s\n",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
-                  p->unroll, p->phases);
+                  p->unroll, p->phases,
+                  p->column_slices > 1 ? slices_text : "");
   else if (fz_plan_is_persistent(p)) {
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "

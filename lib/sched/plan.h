@@ -288,6 +288,14 @@ typedef struct fz_plan {
    * grid again once the kernel is loaded) or the scheduler's estimate. */
   int resident_per_sm;
   bool resident_measured;
+  /* OUTER_PERSISTENT plans: 0 or 1 for none, else the kept points (a
+   * row's groups) are cut into `column_slices` slices and block b serves
+   * slice b % column_slices (its thread tx holds group
+   * slice * block_x + tx, persistent is 1) for the rows of tile walk
+   * b / column_slices of gridDim.x / column_slices; a column reduction
+   * is then combined among the blocks of one slice only, behind a
+   * barrier of those blocks (lib/lower/persistent_slices.c). */
+  int column_slices;
 } fz_plan;
 
 /* The largest cluster a plan asks for: the portable limit. */

@@ -318,9 +318,16 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
                p->kind == FZ_PLAN_INNER_PERSISTENT ? "inner" : "non-inner",
                p->block_x, p->block_y, (long long)p->grid_x,
                p->prefetch ? ", prefetching" : "");
+  if (p->column_slices > 1 &&
+      (!outer || p->persistent != 1 || p->grid_x % p->column_slices != 0))
+    return bad(err,
+               "%d column slices on a %s plan, %d groups a thread, grid %lld",
+               p->column_slices, outer ? "outer" : "non-outer", p->persistent,
+               (long long)p->grid_x);
   /* the row's groups: the kernel masks only those from persistent_full on */
   int64_t groups = fz_plan_row_points(p) / p->vector;
-  int64_t row_threads = (int64_t)p->block_x * (p->cluster ? p->cluster : 1);
+  int64_t row_threads = (int64_t)p->block_x * (p->cluster ? p->cluster : 1) *
+                        (p->column_slices > 1 ? p->column_slices : 1);
   if (p->persistent_full < 0 || p->persistent_full >= p->persistent ||
       groups <= (int64_t)p->persistent_full * row_threads ||
       groups > (int64_t)p->persistent * row_threads)

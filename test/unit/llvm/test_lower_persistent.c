@@ -22,6 +22,8 @@
 
 #include "schedule_util.h"
 
+#include <stdlib.h>
+
 /* Lowers, checks the parameter count against the launcher's, compiles to
  * PTX; the caller frees both. */
 static char *lower_to_ptx(const fz_plan *p, lowered *l) {
@@ -544,12 +546,19 @@ static const char *BATCH_NORM =
     "}\n";
 
 /* Batch norm: each thread loads its held rows once (held x groups 16-byte
- * loads of x, before the first grid barrier, none after), the weight and
- * bias once; two rounds, each two grid barriers (publish, then results
- * out); a launch with too few blocks traps. */
-START_TEST(batch_norm_rows_held) {
+ * loads of x, before the first barrier, none after), the weight and bias
+ * once; a launch with too few blocks traps. Whole rows a block
+ * (FZ_OUTER_SLICES=1): two rounds, each two grid barriers (publish, then
+ * results out) of two atomics; column slices: each round one barrier of
+ * the slice's blocks, one atomic a block, and a grid that is not a
+ * multiple of the slices traps. */
+static void check_rows_held(bool sliced) {
+  if (!sliced)
+    setenv("FZ_OUTER_SLICES", "1", 1);
   scheduled s;
   fz_plan *p = schedule(&s, BATCH_NORM, "M=8192,C=256");
+  unsetenv("FZ_OUTER_SLICES");
+  ck_assert_int_eq(p->column_slices > 1, sliced);
   ck_assert_int_eq(p->kind, FZ_PLAN_OUTER_PERSISTENT);
   ck_assert(p->cooperative);
   ck_assert_int_eq(p->phases, 2);
@@ -565,12 +574,19 @@ START_TEST(batch_norm_rows_held) {
   ck_assert_count(ptx, "ld.global.nc.v4.f32",
                   (p->unroll + 2) * p->persistent);
   ck_assert(!has(after(ptx, "atom.global.add.u32"), "ld.global.nc"));
-  ck_assert_count(ptx, "atom.global.add.u32", 2 * 2 * p->phases);
+  ck_assert_count(ptx, "atom.global.add.u32",
+                  sliced ? p->phases : 2 * 2 * p->phases);
+  ck_assert(has(l.ir, "bad.slices") == sliced);
   assemble(ptx);
   free(ptx);
   lowered_free(&l);
   scheduled_free(&s);
 }
+
+START_TEST(batch_norm_rows_held) { check_rows_held(false); }
+END_TEST
+
+START_TEST(batch_norm_column_slices) { check_rows_held(true); }
 END_TEST
 
 /* Column sums with 8- and 4-byte accumulators over 2 points: the results
@@ -678,6 +694,7 @@ static Suite *make(void) {
   TCase *held = tcase_create("outer");
   tcase_set_timeout(held, 120);
   tcase_add_test(held, batch_norm_rows_held);
+  tcase_add_test(held, batch_norm_column_slices);
   tcase_add_test(held, outer_results_aligned);
   suite_add_tcase(s, held);
 
