@@ -898,11 +898,18 @@ static bool body(pers *s) {
   if (!entry(s) || !tile_walk_init(s, &w))
     return false;
   tile_walk_last(s, &w);
-  if (p->prefetch &&
-      !fz_pers_prefetch_begin(
-          s, clamped_row(s, &w, w.ctaid),
-          LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, "")))
-    return false;
+  if (p->prefetch) {
+    /* the block's first rows, as many as are copied ahead */
+    LLVMValueRef rows[2], has[2], t = w.ctaid;
+    for (int r = 0; r < (p->prefetch_ahead >= 2 ? 2 : 1); r++) {
+      if (r)
+        t = LLVMBuildAdd(b, t, w.nctaid, "tile.second");
+      rows[r] = clamped_row(s, &w, t);
+      has[r] = LLVMBuildICmp(b, LLVMIntULT, t, w.tiles, "");
+    }
+    if (!fz_pers_prefetch_begin(s, rows, has))
+      return false;
+  }
   fz_loop tl;
   LLVMValueRef tile =
       fz_emit_loop_begin(e, &tl, w.ctaid, NULL, w.tiles, "tile");
@@ -910,9 +917,15 @@ static bool body(pers *s) {
   row_start(s, tile_row(s, &w, tile, &live));
   if (p->prefetch) {
     LLVMValueRef next = LLVMBuildAdd(b, tile, w.nctaid, "tile.next");
+    LLVMValueRef next_row = clamped_row(s, &w, next), far = next,
+                 far_row = next_row;
+    if (p->prefetch_ahead >= 2) {
+      far = LLVMBuildAdd(b, next, w.nctaid, "tile.far");
+      far_row = clamped_row(s, &w, far);
+    }
     if (!fz_pers_prefetch_next(
-            s, clamped_row(s, &w, next),
-            LLVMBuildICmp(b, LLVMIntULT, next, w.tiles, "")))
+            s, next_row, far_row,
+            LLVMBuildICmp(b, LLVMIntULT, far, w.tiles, "")))
       return false;
   }
   if (!row_loads(s))
