@@ -904,8 +904,8 @@ static bool body(pers *s) {
     for (int r = 0; r < (p->prefetch_ahead >= 2 ? 2 : 1); r++) {
       if (r)
         t = LLVMBuildAdd(b, t, w.nctaid, "tile.second");
-      rows[r] = clamped_row(s, &w, t);
       has[r] = LLVMBuildICmp(b, LLVMIntULT, t, w.tiles, "");
+      rows[r] = clamped_row(s, &w, t);
     }
     if (!fz_pers_prefetch_begin(s, rows, has))
       return false;
@@ -916,16 +916,16 @@ static bool body(pers *s) {
   LLVMValueRef live;
   row_start(s, tile_row(s, &w, tile, &live));
   if (p->prefetch) {
+    /* the row copied: the next one, or the one after it */
     LLVMValueRef next = LLVMBuildAdd(b, tile, w.nctaid, "tile.next");
-    LLVMValueRef next_row = clamped_row(s, &w, next), far = next,
-                 far_row = next_row;
-    if (p->prefetch_ahead >= 2) {
-      far = LLVMBuildAdd(b, next, w.nctaid, "tile.far");
-      far_row = clamped_row(s, &w, far);
-    }
-    if (!fz_pers_prefetch_next(
-            s, next_row, far_row,
-            LLVMBuildICmp(b, LLVMIntULT, far, w.tiles, "")))
+    LLVMValueRef far = p->prefetch_ahead >= 2
+                           ? LLVMBuildAdd(b, next, w.nctaid, "tile.far")
+                           : next;
+    LLVMValueRef far_more = LLVMBuildICmp(b, LLVMIntULT, far, w.tiles, "");
+    LLVMValueRef next_row = clamped_row(s, &w, next);
+    LLVMValueRef far_row =
+        far == next ? next_row : clamped_row(s, &w, far);
+    if (!fz_pers_prefetch_next(s, next_row, far_row, far_more))
       return false;
   }
   if (!row_loads(s))
