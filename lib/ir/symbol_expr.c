@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The largest power of one symbol in an extent. */
+#define FZ_MAX_POWER 64
+
 static int64_t gcd64(int64_t a, int64_t b) {
   while (b) {
     int64_t t = a % b;
@@ -77,6 +80,10 @@ static void add_term(const fz_fusion *f, fz_monomial *m, int32_t symbol,
   while (i < m->num_terms && term_order(f, m->terms[i].symbol, symbol) < 0)
     i++;
   if (i < m->num_terms && m->terms[i].symbol == symbol) {
+    if (abs(m->terms[i].power + power) > FZ_MAX_POWER) {
+      m->overflow = true; /* N^65: no extent; keeps powers and loops small */
+      return;
+    }
     m->terms[i].power += power;
     if (m->terms[i].power == 0) {
       memmove(&m->terms[i], &m->terms[i + 1],
@@ -85,7 +92,7 @@ static void add_term(const fz_fusion *f, fz_monomial *m, int32_t symbol,
     }
     return;
   }
-  if (m->num_terms == FZ_MONOMIAL_TERMS) {
+  if (m->num_terms == FZ_MONOMIAL_TERMS || abs(power) > FZ_MAX_POWER) {
     m->overflow = true;
     return;
   }

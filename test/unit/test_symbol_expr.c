@@ -85,6 +85,13 @@ START_TEST(monomials_compare_and_divide) {
   char *s = fz_buf_take(&text);
   ck_assert_str_eq(s, "1*B*H*S");
   free(s);
+  /* a power past 64 is no extent (it bounds the work of binding) */
+  for (int i = 0; i < 64; i++)
+    fz_monomial_mul_extent(f, &h, x.axes[2].extent, 1);
+  ck_assert(h.overflow);
+  fz_extent e;
+  fz_error err = {0};
+  ck_assert_int_eq(fz_monomial_extent(f, &h, &e, &err), FZ_ERR_INVALID);
   fz_fusion_destroy(f);
 }
 END_TEST
