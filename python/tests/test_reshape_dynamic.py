@@ -3,8 +3,8 @@
 keeps one build for every size, computes what PyTorch computes, and
 compiles no more kernels than the same computation on an input that is
 already flat (one compile per plan class: the reshape adds none). Also a
-split [M] -> [-1, K] (the derived extent M/K) and the run-time error when
-M/K is not an integer.
+split [M] -> [-1, K] (the derived extent M/K, also read as mean's count)
+and the run-time error when M/K is not an integer.
 
 Run from the repository root: python3 python/tests/test_reshape_dynamic.py
 (libfz.so through $FZ_LIBRARY or the build trees). Without torch, CUDA or
@@ -108,11 +108,15 @@ def test_split_by_a_symbolic_row_length():
         w = fd.define_tensor(shape=[-1], dtype=torch.float32)
         rows = fd.ops.reshape(x, [-1, w.size(0)])    # [M/K, K]
         fd.add_output(fd.ops.sum(rows * w, dims=[1]))
+        # the count M/K read at run time (`symbol _S0/_S1`)
+        fd.add_output(fd.ops.mean(rows, dims=[0]))
     for m, k in ((4096, 256), (37 * 41, 41), (1 << 20, 4096)):
         x, w = rand(m), rand(k)
-        (got,) = fd.execute([x, w])
+        got, mean = fd.execute([x, w])
         want = (x.reshape(-1, k) * w).sum(1)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+        torch.testing.assert_close(mean, x.reshape(-1, k).mean(0),
+                                   rtol=1e-4, atol=1e-5)
     assert not fd._static and len(fd._built) == 1, len(fd._built)
     try:
         fd.execute([rand(100), rand(7)])
