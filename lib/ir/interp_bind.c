@@ -114,8 +114,9 @@ static fz_status bind_input(const fz_fusion *f, int index,
 }
 
 /* The one unbound base symbol of a derived input extent, power 1, solved
- * from the axis's size: N in `N*K` with K bound elsewhere. Returns false
- * when there is nothing to solve (no such base, or more than one). */
+ * from the axis's size: N in `N*K` with K bound elsewhere. *solved is
+ * false when there is nothing to solve (no such base, or more than one);
+ * an error when the size is no multiple of the rest. */
 static fz_status solve_derived(const fz_fusion *f, int index, int axis,
                                int64_t size, int64_t *values, origin *origins,
                                bool *solved, fz_error *err) {
