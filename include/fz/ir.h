@@ -158,9 +158,21 @@ typedef struct fz_axis {
 } fz_axis;
 
 /* A symbol: a name shared by all extents that use it within a fusion, or an
- * anonymous unknown extent (`?` in text, name NULL, one symbol per `?`). */
+ * anonymous unknown extent (`?` in text, name NULL, one symbol per `?`).
+ * A *derived* symbol (num_terms > 0) is not bound by an input's size but
+ * computed from named base symbols: num/den * prod(terms[i].symbol ^
+ * terms[i].power), e.g. `N*K`, `M/4`, `M/K` (symbol_expr.c). Its name is
+ * that expression in canonical form, so equal products are one symbol. */
+typedef struct fz_symbol_term {
+  int32_t symbol; /* a base symbol */
+  int32_t power;  /* nonzero */
+} fz_symbol_term;
+
 typedef struct fz_symbol {
   const char *name;
+  int num_terms; /* 0: a base symbol */
+  const fz_symbol_term *terms;
+  int64_t num, den; /* derived: the constant factor num/den, den > 0 */
 } fz_symbol;
 
 typedef struct fz_type {
@@ -233,6 +245,57 @@ fz_status fz_check_sizes(const fz_fusion *fusion, const int64_t *symbol_values,
  * passed fz_size_of: the products are not checked again. */
 void fz_type_dense_strides(const fz_type *type, const int64_t *sizes,
                            int64_t *strides);
+
+/* ---- symbol_expr.c: derived symbols, products of symbols ------------------- */
+/*
+ * An element count or a derived symbol as a monomial: num/den times a
+ * product of base symbols with integer powers (terms sorted by name).
+ * Reshape counts are provably equal when their monomials are (or both are
+ * zero); what cannot be proven statically, that a quotient such as M/K is
+ * an integer, is checked when the sizes are bound (fz_symbols_derive).
+ */
+#define FZ_MONOMIAL_TERMS 32
+typedef struct fz_monomial {
+  int64_t num, den; /* reduced, den > 0 */
+  bool overflow;    /* a constant or the term list overflowed */
+  int num_terms;
+  fz_symbol_term terms[FZ_MONOMIAL_TERMS];
+} fz_monomial;
+
+void fz_monomial_init(fz_monomial *m);
+/* m *= e^power (power +1 or -1); a derived symbol contributes its terms.
+ * f may be NULL (every symbol is then a base symbol). */
+void fz_monomial_mul_extent(const fz_fusion *f, fz_monomial *m, fz_extent e,
+                            int power);
+/* m *= the element count of t's logical axes. */
+void fz_monomial_mul_type(const fz_fusion *f, fz_monomial *m,
+                          const fz_type *t, int power);
+bool fz_monomial_equal(const fz_monomial *a, const fz_monomial *b);
+/* b / a is a monomial with an integer constant and no negative power. */
+bool fz_monomial_divides(const fz_monomial *a, const fz_monomial *b);
+/* "6*N*K/M" (the constant first, `/` before each divisor), as in names. */
+void fz_monomial_format(const fz_fusion *f, const fz_monomial *m, fz_buf *b);
+/* The extent that is m: a constant, a base symbol, or the derived symbol
+ * of m's canonical name (created if new). Fails for a fraction with no
+ * symbol, a term on an anonymous symbol, or too many terms. */
+fz_status fz_monomial_extent(fz_fusion *f, const fz_monomial *m,
+                             fz_extent *out, fz_error *err);
+/* Parses an extent expression `term (("*" | "/") term)*`, a term a symbol
+ * name or an integer, spaces allowed, left to right (`M/K*2` is 2*M/K).
+ * Unknown names create base symbols when create_bases, else fail. */
+fz_status fz_parse_extent_expr(fz_fusion *f, const char *text, size_t length,
+                               bool create_bases, fz_extent *out,
+                               fz_error *err);
+/* Appends a copy of s (its name; a derived symbol's terms, whose base
+ * symbols must have the same indices in f) to f; returns its index. */
+int fz_fusion_copy_symbol(fz_fusion *f, const fz_symbol *s);
+/* True when a name is an extent expression (has `*` or `/`). */
+bool fz_is_extent_expr(const char *name);
+/* Fills values[s] of every derived symbol whose base symbols are bound
+ * (values >= 0; the others stay unbound): fails, naming the symbol, on a
+ * division by zero, a quotient that is not an integer, or an overflow. */
+fz_status fz_symbols_derive(const fz_fusion *f, int64_t *values,
+                            fz_error *err);
 
 /* ---- values and ops ----------------------------------------------------- */
 

@@ -99,6 +99,22 @@ static fz_status check_extent(const fz_fusion *f, const char *what, int i,
                         "inputs introduce new symbols",
                         what, i);
   }
+  if (fz_is_extent_expr(sym)) {
+    if (rule == NEW_SYMBOLS)
+      return fz_error_set(err, FZ_ERR_INVALID,
+                          "%s: extent %d is %s; an input's extents are "
+                          "constants or symbols",
+                          what, i, sym);
+    /* Resolving a product of known symbols (`N*K`) may create its derived
+     * symbol, the one make_extent then finds: nothing else changes. */
+    fz_extent ignored;
+    fz_error why;
+    if (fz_parse_extent_expr((fz_fusion *)f, sym, strlen(sym), false,
+                             &ignored, &why) != FZ_OK)
+      return fz_error_set(err, FZ_ERR_INVALID, "%s: %s (extent %d)", what,
+                          why.message, i);
+    return FZ_OK;
+  }
   if (!is_symbol_name(sym))
     return fz_error_set(err, FZ_ERR_INVALID,
                         "%s: symbol name \"%s\" (extent %d) is not of the "
@@ -148,6 +164,14 @@ static fz_status check_constant_size(fz_dtype dtype, int rank,
 static fz_extent make_extent(fz_fusion *f, int64_t e, const char *sym) {
   if (e >= 0)
     return fz_const_extent(e);
+  fz_extent expr;
+  fz_error why;
+  if (fz_is_extent_expr(sym)) {
+    /* checked by check_extent, so it resolves */
+    FZ_CHECK(fz_parse_extent_expr(f, sym, strlen(sym), false, &expr, &why) ==
+             FZ_OK);
+    return expr;
+  }
   return fz_symbol_extent(fz_fusion_symbol(f, sym));
 }
 

@@ -118,15 +118,8 @@ fz_fusion *fz_fusion_clone(const fz_fusion *f, fz_error *err) {
   }
   c->next_value_id = f->next_value_id;
 
-  c->symbols = fz_arena_alloc(
-      c->arena,
-      sizeof *c->symbols * (size_t)(f->num_symbols ? f->num_symbols : 1));
-  c->cap_symbols = f->num_symbols ? f->num_symbols : 1;
   for (int i = 0; i < f->num_symbols; i++)
-    c->symbols[i].name = f->symbols[i].name
-                             ? fz_arena_strdup(c->arena, f->symbols[i].name)
-                             : NULL;
-  c->num_symbols = f->num_symbols;
+    FZ_CHECK(fz_fusion_copy_symbol(c, &f->symbols[i]) == i);
 
   c->inputs = (fz_value **)pointer_array(c->arena, f->num_inputs);
   c->cap_inputs = f->num_inputs ? f->num_inputs : 1;

@@ -536,54 +536,15 @@ static fz_status infer_permute(infer_ctx *c, const fz_value *a,
   return FZ_OK;
 }
 
-/* The element count of a shape as (product of constants) times (a sorted
- * list of symbols): two counts are provably equal when both parts are, or
- * when both constant parts are zero. */
-typedef struct count {
-  int64_t constant;
-  bool overflow;
-  int num_symbols;
-  int32_t symbols[FZ_MAX_RANK];
-} count;
-
-static int cmp_i32(const void *x, const void *y) {
-  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
-  return (a > b) - (a < b);
-}
-
-static count count_elements(const fz_type *t) {
-  count n = {.constant = 1};
-  for (int i = 0; i < t->rank; i++) {
-    fz_extent e = fz_axis_extent(&t->axes[i]);
-    if (e.symbol >= 0)
-      n.symbols[n.num_symbols++] = e.symbol;
-    else if (!fz_size_mul(n.constant, e.value, &n.constant))
-      n.overflow = true;
-  }
-  qsort(n.symbols, (size_t)n.num_symbols, sizeof n.symbols[0], cmp_i32);
-  return n;
-}
-
-static bool counts_equal(const count *a, const count *b) {
-  if (a->constant == 0 && b->constant == 0)
-    return true;
-  if (a->constant != b->constant || a->num_symbols != b->num_symbols)
-    return false;
-  for (int i = 0; i < a->num_symbols; i++)
-    if (a->symbols[i] != b->symbols[i])
-      return false;
-  return true;
-}
-
-static void format_count(const fz_fusion *f, const count *n, char *buf,
+/* Element counts are compared as monomials (symbol_expr.c): products and
+ * quotients of symbols, derived ones expanded into their base symbols. */
+static void format_count(const fz_fusion *f, const fz_monomial *n, char *buf,
                          size_t size) {
-  size_t len = (size_t)snprintf(buf, size, "%" PRId64, n->constant);
-  for (int i = 0; i < n->num_symbols && len < size; i++) {
-    char e[64];
-    len += (size_t)snprintf(
-        buf + len, size - len, "*%s",
-        fz_format_extent(f, fz_symbol_extent(n->symbols[i]), e, sizeof e));
-  }
+  fz_buf b = {0};
+  fz_monomial_format(f, n, &b);
+  char *text = fz_buf_take(&b);
+  snprintf(buf, size, "%s", text ? text : "?");
+  free(text);
 }
 
 static fz_status infer_reshape(infer_ctx *c, const fz_value *a,
@@ -597,10 +558,14 @@ static fz_status infer_reshape(infer_ctx *c, const fz_value *a,
       return fail(c, "target axis %d is an expanded broadcast; a reshape "
                      "target may only use plain extents and b1",
                   i);
-  count from = count_elements(&a->type), to = count_elements(s);
+  fz_monomial from, to;
+  fz_monomial_init(&from);
+  fz_monomial_init(&to);
+  fz_monomial_mul_type(c->f, &from, &a->type, 1);
+  fz_monomial_mul_type(c->f, &to, s, 1);
   if (from.overflow || to.overflow)
     return fail(c, "the element count overflows 64 bits");
-  if (!counts_equal(&from, &to)) {
+  if (!fz_monomial_equal(&from, &to)) {
     char t1[256], t2[256], n1[128], n2[128];
     format_count(c->f, &from, n1, sizeof n1);
     format_count(c->f, &to, n2, sizeof n2);

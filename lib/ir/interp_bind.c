@@ -93,6 +93,8 @@ static fz_status bind_input(const fz_fusion *f, int index,
                           "input %d (%s) axis %d uses symbol %d but the "
                           "fusion has %d symbols",
                           index, l, i, (int)e.symbol, f->num_symbols);
+    if (f->symbols[e.symbol].num_terms)
+      continue; /* derived (`N*K`): bind_derived, once the bases are bound */
     if (values[e.symbol] < 0) {
       values[e.symbol] = size;
       origins[e.symbol] = (origin){index, i};
@@ -108,6 +110,96 @@ static fz_status bind_input(const fz_fusion *f, int index,
                           values[e.symbol], o->input, first, o->axis);
     }
   }
+  return FZ_OK;
+}
+
+/* The one unbound base symbol of a derived input extent, power 1, solved
+ * from the axis's size: N in `N*K` with K bound elsewhere. *solved is
+ * false when there is nothing to solve (no such base, or more than one);
+ * an error when the size is no multiple of the rest. */
+static fz_status solve_derived(const fz_fusion *f, int index, int axis,
+                               int64_t size, int64_t *values, origin *origins,
+                               bool *solved, fz_error *err) {
+  const fz_symbol *d = &f->symbols[fz_axis_extent(
+                                       &f->inputs[index]->type.axes[axis])
+                                       .symbol];
+  int unknown = -1, unbound = 0;
+  int64_t top = size, bottom = d->num; /* unknown = top * den... / bottom */
+  bool overflow = !fz_size_mul(top, d->den, &top);
+  for (int k = 0; k < d->num_terms; k++) {
+    const fz_symbol_term *t = &d->terms[k];
+    if (values[t->symbol] < 0) {
+      unbound++;
+      unknown = t->power == 1 ? k : -1;
+      continue;
+    }
+    for (int n = 0; n < abs(t->power); n++)
+      overflow |= t->power > 0
+                      ? !fz_size_mul(bottom, values[t->symbol], &bottom)
+                      : !fz_size_mul(top, values[t->symbol], &top);
+  }
+  *solved = false;
+  if (unbound != 1 || unknown < 0)
+    return FZ_OK;
+  char l[64];
+  fz_value_label(f->inputs[index], l, sizeof l);
+  if (overflow || bottom == 0 || top % bottom != 0)
+    return fz_error_set(err, FZ_ERR_ARGUMENT,
+                        "input %d (%s) axis %d: size %" PRId64
+                        " is not %s for any integer %s",
+                        index, l, axis, size, d->name,
+                        symbol_name(f, d->terms[unknown].symbol));
+  int32_t s = d->terms[unknown].symbol;
+  values[s] = top / bottom;
+  origins[s] = (origin){index, axis};
+  *solved = true;
+  return FZ_OK;
+}
+
+/* Inputs whose extents are derived symbols: bases no plain extent binds
+ * are solved from them (repeatedly, as one solution may enable another),
+ * then every derived symbol is computed (fz_symbols_derive) and each such
+ * input axis must have its value. */
+static fz_status bind_derived(const fz_fusion *f, const fz_host_tensor *inputs,
+                              int64_t *values, origin *origins,
+                              fz_error *err) {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int i = 0; i < f->num_inputs; i++)
+      for (int k = 0; k < f->inputs[i]->type.rank; k++) {
+        fz_extent e = fz_axis_extent(&f->inputs[i]->type.axes[k]);
+        if (e.symbol < 0 || !f->symbols[e.symbol].num_terms)
+          continue;
+        bool solved;
+        fz_status st = solve_derived(f, i, k, inputs[i].sizes[k], values,
+                                     origins, &solved, err);
+        if (st)
+          return st;
+        progress |= solved;
+      }
+  }
+  fz_status st = fz_symbols_derive(f, values, err);
+  if (st)
+    return st;
+  for (int i = 0; i < f->num_inputs; i++)
+    for (int k = 0; k < f->inputs[i]->type.rank; k++) {
+      fz_extent e = fz_axis_extent(&f->inputs[i]->type.axes[k]);
+      if (e.symbol < 0 || !f->symbols[e.symbol].num_terms ||
+          values[e.symbol] == inputs[i].sizes[k])
+        continue;
+      char l[64];
+      fz_value_label(f->inputs[i], l, sizeof l);
+      if (values[e.symbol] < 0)
+        return fz_error_set(err, FZ_ERR_ARGUMENT,
+                            "input %d (%s) axis %d: extent %s is not bound: "
+                            "its symbols are not the sizes of other axes",
+                            i, l, k, symbol_name(f, e.symbol));
+      return fz_error_set(err, FZ_ERR_ARGUMENT,
+                          "input %d (%s) axis %d: size %" PRId64
+                          " but %s is %" PRId64,
+                          i, l, k, inputs[i].sizes[k],
+                          symbol_name(f, e.symbol), values[e.symbol]);
+    }
   return FZ_OK;
 }
 
@@ -181,6 +273,8 @@ fz_status fz_bind_inputs(const fz_fusion *f, const fz_host_tensor *inputs,
   fz_status st = FZ_OK;
   for (int i = 0; i < num_inputs && !st; i++)
     st = bind_input(f, i, &inputs[i], values, origins, err);
+  if (!st)
+    st = bind_derived(f, inputs, values, origins, err);
   if (!st)
     st = check_results(f, values, err);
   /* Sizes that fit each input can still meet in a larger value. */

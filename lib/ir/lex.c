@@ -239,6 +239,10 @@ static fz_token_kind punct_kind(char c) {
     return FZ_TK_EQUAL;
   case '?':
     return FZ_TK_QUESTION;
+  case '*':
+    return FZ_TK_STAR;
+  case '/':
+    return FZ_TK_SLASH;
   default:
     return FZ_TK_EOF; /* not punctuation */
   }

@@ -24,6 +24,8 @@ typedef enum fz_token_kind {
   FZ_TK_EQUAL,    /* = */
   FZ_TK_ARROW,    /* -> */
   FZ_TK_QUESTION, /* ? */
+  FZ_TK_STAR,     /* * (in extent expressions: N*K) */
+  FZ_TK_SLASH,    /* / (in extent expressions: M/K; // starts a comment) */
 } fz_token_kind;
 
 typedef struct fz_token {

@@ -28,12 +28,13 @@
 
 /* ---- declared types --------------------------------------------------- */
 
-typedef enum pextent_kind { PX_CONST, PX_SYMBOL, PX_ANY } pextent_kind;
+typedef enum pextent_kind { PX_CONST, PX_SYMBOL, PX_ANY, PX_EXPR } pextent_kind;
 
 typedef struct pextent {
   pextent_kind kind;
   int64_t value;        /* PX_CONST */
   const fz_token *name; /* PX_SYMBOL */
+  fz_extent expr;       /* PX_EXPR: `N*K`, resolved when parsed */
 } pextent;
 
 typedef struct paxis {
@@ -209,6 +210,8 @@ static fz_extent make_extent(parser *p, const pextent *e) {
     return fz_const_extent(e->value);
   case PX_ANY:
     return fz_symbol_extent(fz_fusion_symbol(p->f, NULL));
+  case PX_EXPR:
+    return e->expr;
   case PX_SYMBOL:
     break;
   }
@@ -250,55 +253,20 @@ static bool is_any(const paxis *a) {
   return a->kind == FZ_AXIS_ITER && a->extent.kind == PX_ANY;
 }
 
-/* An element count as (product of constants) * (multiset of symbols), the
- * form in which builder.c compares reshape sizes. */
-typedef struct count {
-  int64_t constant;
-  int num_symbols;
-  int32_t symbols[FZ_MAX_RANK];
-} count;
-
-/* Adds axis extents to n; false on overflow. */
-static bool count_axes(count *n, const fz_axis *axes, int rank, int skip) {
-  for (int i = 0; i < rank; i++) {
-    if (i == skip)
-      continue;
-    fz_extent e = fz_axis_extent(&axes[i]);
-    if (e.symbol >= 0)
-      n->symbols[n->num_symbols++] = e.symbol;
-    else if (!fz_size_mul(n->constant, e.value, &n->constant))
-      return false;
-  }
-  return true;
-}
-
 /* The extent a reshape target's single `?` must have for the element
- * counts to agree: a constant, or one symbol. False when there is none. */
-static bool missing_factor(const fz_type *from, const fz_type *to, int hole,
-                           fz_extent *out) {
-  count a = {.constant = 1}, b = {.constant = 1};
-  if (!count_axes(&a, from->axes, from->rank, -1) ||
-      !count_axes(&b, to->axes, to->rank, hole))
-    return false;
-  if (b.constant == 0 || a.constant % b.constant != 0)
-    return false;
-  int64_t ratio = a.constant / b.constant;
-  /* Remove b's symbols from a's; what is left must be at most one. */
-  for (int i = 0; i < b.num_symbols; i++) {
-    int k = 0;
-    while (k < a.num_symbols && a.symbols[k] != b.symbols[i])
-      k++;
-    if (k == a.num_symbols)
-      return false;
-    a.symbols[k] = a.symbols[--a.num_symbols];
-  }
-  if (a.num_symbols == 0)
-    *out = fz_const_extent(ratio);
-  else if (a.num_symbols == 1 && ratio == 1)
-    *out = fz_symbol_extent(a.symbols[0]);
-  else
-    return false;
-  return true;
+ * counts to agree: the operand's count over the other target extents, a
+ * constant, a symbol or a derived symbol (`N*K`, `M/4`). False when it is
+ * none of these (a fraction, a product over an anonymous symbol). */
+static bool missing_factor(fz_fusion *f, const fz_type *from,
+                           const fz_type *to, int hole, fz_extent *out) {
+  fz_monomial m;
+  fz_monomial_init(&m);
+  fz_monomial_mul_type(f, &m, from, 1);
+  for (int i = 0; i < to->rank; i++)
+    if (i != hole)
+      fz_monomial_mul_extent(f, &m, fz_axis_extent(&to->axes[i]), -1);
+  fz_error ignored;
+  return fz_monomial_extent(f, &m, out, &ignored) == FZ_OK;
 }
 
 /* The target shapes of expand and reshape. A `?` in them means "what the
@@ -336,7 +304,7 @@ static fz_type make_reshape_target(parser *p, const ptype *d,
       t.axes[i] = make_axis(p, &d->axes[i]);
   }
   fz_extent e;
-  if (holes == 1 && missing_factor(&from->type, &t, hole, &e)) {
+  if (holes == 1 && missing_factor(p->f, &from->type, &t, hole, &e)) {
     t.axes[hole] = (fz_axis){.kind = FZ_AXIS_ITER, .extent = e};
     return t;
   }
@@ -354,6 +322,8 @@ static bool extent_matches(const parser *p, const pextent *d, fz_extent e) {
     return e.symbol < 0 && e.value == d->value;
   case PX_SYMBOL:
     return e.symbol >= 0 && e.symbol == find_symbol(p, d->name);
+  case PX_EXPR:
+    return fz_extent_equal(e, d->expr);
   }
   return false;
 }
@@ -391,6 +361,11 @@ static void print_pextent(fz_buf *b, const parser *p, const pextent *e) {
     fz_buf_printf(b, "%.*s", (int)(e->name->length > 40 ? 40 : e->name->length),
                   text_of(p, e->name));
     break;
+  case PX_EXPR: {
+    char text[128];
+    fz_buf_puts(b, fz_format_extent(p->f, e->expr, text, sizeof text));
+    break;
+  }
   }
 }
 
@@ -497,9 +472,47 @@ static fz_status wrap_axes(parser *p, int *axes, int count,
   return FZ_OK;
 }
 
-/* extent-value = integer | symbol | "?" */
+/* extent-expr = (integer | symbol) (("*" | "/") (integer | symbol))+,
+ * its tokens' spellings joined and handed to symbol_expr.c. */
+static fz_status parse_extent_expr(parser *p, bool create_bases, pextent *e) {
+  const fz_token *first = cur(p);
+  fz_buf text = {0};
+  fz_buf_printf(&text, "%.*s", (int)first->length, text_of(p, first));
+  next(p);
+  while (is_kind(p, FZ_TK_STAR) || is_kind(p, FZ_TK_SLASH)) {
+    fz_buf_puts(&text, is_kind(p, FZ_TK_STAR) ? "*" : "/");
+    next(p);
+    if (!is_kind(p, FZ_TK_IDENT) && !is_kind(p, FZ_TK_INT)) {
+      free(fz_buf_take(&text));
+      return expected(p, "a symbol or an integer after '*' or '/'");
+    }
+    const fz_token *t = next(p);
+    fz_buf_printf(&text, "%.*s", (int)t->length, text_of(p, t));
+  }
+  char *s = fz_buf_take(&text);
+  if (!s)
+    return fz_error_set(p->err, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  fz_error why;
+  *e = (pextent){.kind = PX_EXPR};
+  fz_status st =
+      fz_parse_extent_expr(p->f, s, strlen(s), create_bases, &e->expr, &why);
+  free(s);
+  if (st != FZ_OK)
+    return ERROR(p, first, "%s", why.message);
+  return FZ_OK;
+}
+
+static bool starts_extent_expr(const parser *p) {
+  const fz_token *t = cur(p);
+  return (t->kind == FZ_TK_INT || t->kind == FZ_TK_IDENT) &&
+         (t[1].kind == FZ_TK_STAR || t[1].kind == FZ_TK_SLASH);
+}
+
+/* extent-value = integer | symbol | "?" | extent-expr */
 static fz_status parse_extent_value(parser *p, pextent *e) {
   const fz_token *t = cur(p);
+  if (starts_extent_expr(p))
+    return parse_extent_expr(p, true, e);
   if (t->kind == FZ_TK_INT) {
     if (t->i < 0)
       return ERROR(p, t, "extent must not be negative");
@@ -933,6 +946,17 @@ static fz_status parse_operands(parser *p, pop *op) {
   if (info->kind == FZ_KIND_SYMBOL) {
     /* Only a symbol already named (by an input or an earlier type) can be
      * read: a symbol first seen here would be bound by nothing. */
+    if (starts_extent_expr(p)) { /* a derived symbol: `symbol B*S` */
+      const fz_token *t = cur(p);
+      pextent e;
+      if ((st = parse_extent_expr(p, false, &e)) != FZ_OK)
+        return st;
+      if (e.expr.symbol < 0)
+        return ERROR(p, t, "'symbol' reads a symbol, not the constant %lld",
+                     (long long)e.expr.value);
+      op->symbol = e.expr.symbol;
+      return FZ_OK;
+    }
     if (!is_kind(p, FZ_TK_IDENT))
       return expected(p, "the name of the symbol 'symbol' reads");
     const fz_token *t = cur(p);

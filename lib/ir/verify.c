@@ -16,6 +16,7 @@
  */
 #include "fz/ir.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +276,30 @@ static fz_status verify_names(verifier *vf) {
   return st;
 }
 
+/* A derived symbol (`N*K`) is computed from named base symbols only, so
+ * that binding them binds it. */
+static fz_status verify_derived(verifier *vf) {
+  const fz_fusion *f = vf->f;
+  for (int i = 0; i < f->num_symbols; i++) {
+    const fz_symbol *s = &f->symbols[i];
+    if (s->num_terms && (!s->name || s->den <= 0 || s->num <= 0))
+      return fz_error_set(vf->err, FZ_ERR_INVALID,
+                          "derived symbol %d has no name or a constant "
+                          "%" PRId64 "/%" PRId64 " that is not positive",
+                          i, s->num, s->den);
+    for (int k = 0; k < s->num_terms; k++) {
+      int32_t b = s->terms[k].symbol;
+      if (b < 0 || b >= f->num_symbols || f->symbols[b].num_terms ||
+          !f->symbols[b].name || s->terms[k].power == 0)
+        return fz_error_set(vf->err, FZ_ERR_INVALID,
+                            "derived symbol %s: term %d is not a named base "
+                            "symbol with a nonzero power",
+                            s->name, k);
+    }
+  }
+  return FZ_OK;
+}
+
 fz_status fz_verify(const fz_fusion *f, fz_error *err) {
   if (!f)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "fz_verify: fusion is NULL");
@@ -285,7 +310,9 @@ fz_status fz_verify(const fz_fusion *f, fz_error *err) {
   if (!vf.defined)
     return fz_error_set(err, FZ_ERR_OUT_OF_MEMORY,
                         "out of memory verifying @%s", f->name);
-  fz_status st = verify_inputs(&vf);
+  fz_status st = verify_derived(&vf);
+  if (!st)
+    st = verify_inputs(&vf);
   for (int i = 0; i < f->num_ops && !st; i++)
     if ((st = verify_op(&vf, i, f->ops[i])) && f->ops[i])
       fz_error_locate(err, f->ops[i]->loc);

@@ -209,10 +209,10 @@ static bool size_one(const fz_axis *a) {
   return e.symbol < 0 && e.value == 1;
 }
 
-static void reshape_order(const fz_op *op, int *order) {
+static void reshape_order(const fz_fusion *f, const fz_op *op, int *order) {
   const fz_value *x = op->operands[0], *r = op->result;
   fz_reshape_group groups[2 * FZ_MAX_RANK];
-  int n = fz_reshape_groups(&x->type, &r->type, groups);
+  int n = fz_reshape_groups(f, &x->type, &r->type, groups);
   int group_of[FZ_MAX_RANK];
   for (int g = 0; g < n; g++)
     for (int i = 0; i < groups[g].num_from; i++)
@@ -260,7 +260,7 @@ static void reshape_order(const fz_op *op, int *order) {
 }
 
 /* The order op's result follows, from its operands' orders. */
-static void decide(const fz_op *op, int *order) {
+static void decide(const fz_fusion *f, const fz_op *op, int *order) {
   const fz_value *r = op->result;
   int rank = r->type.rank;
   switch (fz_op_table[op->code].kind) {
@@ -295,7 +295,7 @@ static void decide(const fz_op *op, int *order) {
     reduction_order(op, order);
     break;
   case FZ_KIND_RESHAPE:
-    reshape_order(op, order);
+    reshape_order(f, op, order);
     break;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
@@ -371,7 +371,7 @@ fz_status fz_pass_alloc_order(fz_fusion *f, fz_error *err) {
     if (t->has_layout || t->rank == 0)
       continue;
     int order[FZ_MAX_RANK];
-    decide(op, order);
+    decide(f, op, order);
     t->has_layout = true;
     for (int p = 0; p < t->rank; p++) {
       t->alloc_order[p] = order[p];

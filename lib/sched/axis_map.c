@@ -137,65 +137,19 @@ static void add_mark(fz_axis_map *m, int node, const fz_op *op) {
 
 /* ---- reshape groups ------------------------------------------------------ */
 
-/* An element count as (constant) * (sorted symbols), as infer.c proves
- * reshape counts equal: equal when both parts are, or both constants 0. */
-typedef struct product {
-  int64_t constant;
-  bool overflow;
-  int num_symbols;
-  int32_t symbols[FZ_MAX_RANK];
-} product;
-
+/* Element counts are monomials (symbol_expr.c), as infer.c proves reshape
+ * counts equal: derived symbols (`N*K`) expand into their base symbols. */
 static bool is_size_one(const fz_axis *a) {
   fz_extent e = fz_axis_extent(a);
   return e.symbol < 0 && e.value == 1;
 }
 
-static void product_mul(product *p, const fz_axis *a) {
-  fz_extent e = fz_axis_extent(a);
-  if (e.symbol >= 0) {
-    int i = p->num_symbols++;
-    while (i > 0 && p->symbols[i - 1] > e.symbol) {
-      p->symbols[i] = p->symbols[i - 1];
-      i--;
-    }
-    p->symbols[i] = e.symbol;
-  } else if (e.value != 0 && p->constant > INT64_MAX / e.value) {
-    p->overflow = true;
-  } else {
-    p->constant *= e.value;
-  }
+static void product_mul(const fz_fusion *f, fz_monomial *p, const fz_axis *a) {
+  fz_monomial_mul_extent(f, p, fz_axis_extent(a), 1);
 }
 
-static bool product_equal(const product *a, const product *b) {
-  if (a->overflow || b->overflow)
-    return false;
-  if (a->constant == 0 && b->constant == 0)
-    return true;
-  if (a->constant != b->constant || a->num_symbols != b->num_symbols)
-    return false;
-  return memcmp(a->symbols, b->symbols,
-                sizeof a->symbols[0] * (size_t)a->num_symbols) == 0;
-}
-
-/* a divides b: b's constant is a multiple of a's and a's symbols are a
- * sub-multiset of b's (both lists sorted). */
-static bool product_divides(const product *a, const product *b) {
-  if (a->overflow || b->overflow || a->constant == 0 ||
-      b->constant % a->constant != 0)
-    return false;
-  int j = 0;
-  for (int i = 0; i < a->num_symbols; i++) {
-    while (j < b->num_symbols && b->symbols[j] < a->symbols[i])
-      j++;
-    if (j == b->num_symbols || b->symbols[j] != a->symbols[i])
-      return false;
-    j++;
-  }
-  return true;
-}
-
-int fz_reshape_groups(const fz_type *from, const fz_type *to,
+int fz_reshape_groups(const fz_fusion *f, const fz_type *from,
+                      const fz_type *to,
                       fz_reshape_group groups[2 * FZ_MAX_RANK]) {
   int i = 0, j = 0, n = 0;
   int rin = from->rank, rout = to->rank;
@@ -224,19 +178,21 @@ int fz_reshape_groups(const fz_type *from, const fz_type *to,
       g->exact = false;
       break;
     }
-    product pin = {.constant = 1}, pout = {.constant = 1};
-    product_mul(&pin, &from->axes[i]);
+    fz_monomial pin, pout;
+    fz_monomial_init(&pin);
+    fz_monomial_init(&pout);
+    product_mul(f, &pin, &from->axes[i]);
     g->from[g->num_from++] = i++;
-    product_mul(&pout, &to->axes[j]);
+    product_mul(f, &pout, &to->axes[j]);
     g->to[g->num_to++] = j++;
     /* Grow the side whose count divides the other's; when neither does
      * (2 vs 3 in [2, 3] -> [3, 2]), grow the operand side: the group then
      * closes at the first common multiple the axes reach. */
-    while (!product_equal(&pin, &pout)) {
+    while (!fz_monomial_equal(&pin, &pout)) {
       bool take_in;
-      if (i < rin && product_divides(&pin, &pout))
+      if (i < rin && fz_monomial_divides(&pin, &pout))
         take_in = true;
-      else if (j < rout && product_divides(&pout, &pin))
+      else if (j < rout && fz_monomial_divides(&pout, &pin))
         take_in = false;
       else if (i < rin)
         take_in = true;
@@ -245,14 +201,14 @@ int fz_reshape_groups(const fz_type *from, const fz_type *to,
       else
         break;
       if (take_in) {
-        product_mul(&pin, &from->axes[i]);
+        product_mul(f, &pin, &from->axes[i]);
         g->from[g->num_from++] = i++;
       } else {
-        product_mul(&pout, &to->axes[j]);
+        product_mul(f, &pout, &to->axes[j]);
         g->to[g->num_to++] = j++;
       }
     }
-    g->exact = product_equal(&pin, &pout);
+    g->exact = fz_monomial_equal(&pin, &pout);
   }
   return n;
 }
@@ -319,7 +275,7 @@ static void map_squeeze(fz_axis_map *m, const fz_op *op) {
 static void map_reshape(fz_axis_map *m, const fz_op *op) {
   const fz_value *x = op->operands[0], *r = op->result;
   fz_reshape_group groups[2 * FZ_MAX_RANK];
-  int n = fz_reshape_groups(&x->type, &r->type, groups);
+  int n = fz_reshape_groups(m->fusion, &x->type, &r->type, groups);
   for (int g = 0; g < n; g++) {
     const fz_reshape_group *grp = &groups[g];
     if (grp->num_from == 1 && grp->num_to == 1 && grp->exact) {

@@ -90,7 +90,8 @@ typedef struct fz_reshape_group {
 } fz_reshape_group;
 
 /* Fills groups (in axis order) and returns how many. */
-int fz_reshape_groups(const fz_type *from, const fz_type *to,
+int fz_reshape_groups(const fz_fusion *f, const fz_type *from,
+                      const fz_type *to,
                       fz_reshape_group groups[2 * FZ_MAX_RANK]);
 
 #endif

@@ -160,16 +160,26 @@ static fz_buffer_ref ref_of(const fz_seg_ctx *c, const fz_value *v) {
   return (fz_buffer_ref){FZ_BUFFER_INTERMEDIATE, v->id};
 }
 
+/* fn for a symbol and, for a derived one (`N*K`), the base symbols it is
+ * computed from, which must be bound for it to be. */
+static void with_bases(fz_seg_ctx *c, int sym,
+                       void (*fn)(fz_seg_ctx *, int, void *), void *arg) {
+  fn(c, sym, arg);
+  const fz_symbol *s = &c->w->symbols[sym];
+  for (int k = 0; k < s->num_terms; k++)
+    fn(c, s->terms[k].symbol, arg);
+}
+
 /* Calls fn(c, symbol, arg) for each symbol an extent of t names. */
 static void each_symbol(fz_seg_ctx *c, const fz_type *t,
                         void (*fn)(fz_seg_ctx *, int, void *), void *arg) {
   for (int i = 0; i < t->rank; i++) {
     const fz_axis *a = &t->axes[i];
     if (a->kind == FZ_AXIS_ITER && a->extent.symbol >= 0)
-      fn(c, a->extent.symbol, arg);
+      with_bases(c, a->extent.symbol, fn, arg);
     if (a->kind == FZ_AXIS_BROADCAST && a->expanded &&
         a->expanded_to.symbol >= 0)
-      fn(c, a->expanded_to.symbol, arg);
+      with_bases(c, a->expanded_to.symbol, fn, arg);
   }
 }
 
@@ -266,7 +276,7 @@ static fz_status collect_reads(fz_seg_ctx *c, const int *ops, int num_ops,
     }
     each_symbol(c, &op->result->type, need_symbol, &need);
     if (op->code == FZ_OP_SYMBOL) /* reads its symbol's value */
-      need_symbol(c, op->symbol, &need);
+      with_bases(c, op->symbol, need_symbol, &need);
   }
   if (sort_reads(c, reads, n, err) != FZ_OK) {
     free(reads);

@@ -46,7 +46,7 @@ static fz_status build(const fz_extract *x, fz_fusion *f, fz_value **map,
                        fz_error *err) {
   const fz_fusion *p = x->parent;
   for (int i = 0; i < p->num_symbols; i++)
-    FZ_CHECK(fz_fusion_symbol(f, p->symbols[i].name) == i);
+    FZ_CHECK(fz_fusion_copy_symbol(f, &p->symbols[i]) == i);
   for (int i = 0; i < x->num_inputs; i++) {
     const fz_value *v = x->inputs[i];
     FZ_CHECK(x->input_types[i].has_layout || x->input_types[i].rank == 0);

@@ -33,9 +33,11 @@ torch.cuda.current_stream().
 A `Size` (`x.size(1)`, `x.shape[1]`) stands for a run-time size: in
 reshape/expand/full/iota shapes it is the axis' extent (a symbol), and as
 an operand (`x / x.size(1)`, `mean`'s count) it is read at run time
-(`symbol N`), so the fusion still serves every size. Only a reshape that
-symbols cannot express ([N, K] -> [N*K]) makes the definition static: from
-then on each call builds for its exact sizes.
+(`symbol N`), so the fusion still serves every size. A reshape that needs
+size arithmetic ([N, K] -> [N*K], [M] -> [M/4, 4]) uses derived extents
+(`N*K`, computed when sizes are bound). Only what symbols cannot express
+(see ops._NeedStatic) makes the definition static: from then on each call
+builds for its exact sizes.
 """
 
 import ctypes

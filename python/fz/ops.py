@@ -9,6 +9,8 @@ PyTorch) or Sizes; shapes may hold ints, symbol names and Sizes.
 """
 
 import ctypes
+import math
+import re
 
 from . import _lib
 
@@ -230,8 +232,14 @@ class _Build:
 
 
 class _NeedStatic(Exception):
-    """A reshape needs extent arithmetic that symbols cannot express
-    ([N, K] -> [N*K]): the fusion is rebuilt with fixed sizes."""
+    """An op needs sizes that symbols cannot express: the fusion is rebuilt
+    with fixed sizes. Reshape expresses products and quotients of symbols
+    as derived extents (`_S0*_S1`, `_S2/4`, `_S0/_S1`), so what is left is
+    a reshape whose target's element count cannot be proven equal to the
+    operand's (target sizes taken from other tensors that agree only at
+    run time: x [_S0, _S1] to [y.size(0)]), a -1 that would be a fraction
+    of constants, and the resize ops (slice, pad, cat) on a symbolic
+    axis."""
 
 
 def _rank(x):
@@ -578,9 +586,11 @@ class Ops:
         return self._fd._record(x.ndim, "expand", build)
 
     def reshape(self, x, new_shape):
-        """Row-major reshape, like torch.reshape. One entry may be -1: it is
-        inferred when the other entries leave exactly one symbol (or only
-        constants) of the operand's extents."""
+        """Row-major reshape, like torch.reshape. One entry may be -1: the
+        operand's element count over the other entries, which may be a
+        derived extent ([N, K] -> [-1] is [N*K]; [M] -> [-1, 4] is
+        [M/4, 4], checked to divide when sizes are bound). See _NeedStatic
+        for what still fixes the sizes."""
         new_shape = list(new_shape)
         if sum(1 for e in new_shape if isinstance(e, int) and e == -1) > 1:
             raise ValueError("reshape: more than one -1 in %r" % (new_shape,))
@@ -862,33 +872,60 @@ def _constant_extent(b, v, axis, what):
 
 
 
+def _monomial_mul(num, den, powers, code, name, power):
+    """(num, den, powers) times an extent (a constant, or a symbol whose
+    name may be a derived extent `A*B/4`) to the power +1 or -1."""
+    if code >= 0:
+        terms = [(str(code), 1)]
+    else:
+        terms, sign = [], 1
+        for tok in re.findall(r"[*/]|[^*/]+", name):
+            if tok in "*/":
+                sign = 1 if tok == "*" else -1
+            else:
+                terms.append((tok, sign))
+    for t, p in terms:
+        p *= power
+        if t.isdigit():
+            if p > 0:
+                num *= int(t)
+            else:
+                den *= int(t)
+        else:
+            powers[t] = powers.get(t, 0) + p
+    return num, den, powers
+
+
 def _infer_extent(b, v, ndim, codes, names):
     """The extent a -1 in a reshape stands for: the operand's extents
-    divided by the target's known ones, when that leaves one symbol or a
-    constant."""
+    divided by the target's known ones, a constant, a symbol or a derived
+    extent (`_S0*_S1`, `_S2/4`) whose integrality is checked when sizes
+    are bound."""
     def fail(why):
         if b.static:
             return ValueError("reshape: cannot infer -1: " + why)
         return _NeedStatic(why)
 
-    const, syms = 1, []
+    num, den, powers = 1, 1, {}
     for a in range(ndim):
         e, n, _ = b.axis(v, a)
-        if e >= 0:
-            const *= e
-        else:
-            syms.append(n)
+        num, den, powers = _monomial_mul(num, den, powers, e, n, 1)
     for c, n in zip(codes, names):
-        if c >= 0:
-            if c == 0 or const % c:
-                raise fail("the constant extents do not divide")
-            const //= c
-        elif n in syms:
-            syms.remove(n)
-        else:
-            raise fail("symbol %s is not an extent of the operand" % n)
-    if not syms:
-        return const, None
-    if len(syms) == 1 and const == 1:
-        return _lib.FZ_EXTENT_SYMBOL, syms[0]
-    raise fail("the operand's extents leave more than one symbol")
+        if c == 0:
+            raise fail("a target extent is 0")
+        num, den, powers = _monomial_mul(num, den, powers, c, n, -1)
+    g = math.gcd(num, den)
+    num, den = num // g, den // g
+    if num == 0:
+        return 0, None
+    ups = [t for t, p in sorted(powers.items()) for _ in range(max(p, 0))]
+    downs = [t for t, p in sorted(powers.items()) for _ in range(max(-p, 0))]
+    if not ups and not downs:
+        if den != 1:
+            raise fail("the constant extents do not divide")
+        return num, None
+    if len(ups) == 1 and not downs and num == den == 1:
+        return _lib.FZ_EXTENT_SYMBOL, ups[0]
+    text = "*".join(([str(num)] if num != 1 or not ups else []) + ups)
+    text += "".join("/" + t for t in downs + ([str(den)] if den != 1 else []))
+    return _lib.FZ_EXTENT_SYMBOL, text

@@ -44,6 +44,10 @@ fz_status fo_bind_symbols(const fz_fusion *f, const fo_options *o, FILE *out,
   for (int s = 0; s < f->num_symbols; s++) {
     const char *name = f->symbols[s].name;
     bool bound = false;
+    if (f->symbols[s].num_terms) {
+      values[s] = -1; /* derived (`N*K`): computed from the others below */
+      continue;
+    }
     for (int b = 0; b < o->num_binds && name; b++) {
       if (strlen(name) == o->binds[b].symbol_len &&
           memcmp(name, o->binds[b].symbol, o->binds[b].symbol_len) == 0) {
@@ -67,7 +71,9 @@ fz_status fo_bind_symbols(const fz_fusion *f, const fo_options *o, FILE *out,
                       "@%s does not use\n",
               name, f->name);
   }
-  fz_status st = fz_check_sizes(f, values, FZ_ERR_ARGUMENT, err);
+  fz_status st = fz_symbols_derive(f, values, err);
+  if (!st)
+    st = fz_check_sizes(f, values, FZ_ERR_ARGUMENT, err);
   if (st) {
     free(values);
     return st;

@@ -341,6 +341,11 @@ static int bind_sizes(const options *o, const fz_fusion *f, int64_t *values) {
       }
       *eq = 0;
       int sym = fz_fusion_find_symbol(f, item);
+      if (sym >= 0 && f->symbols[sym].num_terms) {
+        fprintf(stderr, "fuse-run: %s is computed from other symbols; bind "
+                        "those\n", item);
+        return EXIT_USAGE;
+      }
       if (sym < 0) {
         fprintf(stderr, "fuse-run: fusion @%s has no symbol '%s'\n", f->name,
                 item);
@@ -350,14 +355,15 @@ static int bind_sizes(const options *o, const fz_fusion *f, int64_t *values) {
     }
   }
   for (int i = 0; i < f->num_symbols; i++)
-    if (values[i] < 0) {
+    if (values[i] < 0 && !f->symbols[i].num_terms) {
       fprintf(stderr, "fuse-run: symbol %s is not bound: pass --size %s=N\n",
               f->symbols[i].name ? f->symbols[i].name : "?",
               f->symbols[i].name ? f->symbols[i].name : "?");
       return EXIT_USAGE;
     }
   fz_error err;
-  if (fz_check_sizes(f, values, FZ_ERR_ARGUMENT, &err) != FZ_OK) {
+  if (fz_symbols_derive(f, values, &err) != FZ_OK ||
+      fz_check_sizes(f, values, FZ_ERR_ARGUMENT, &err) != FZ_OK) {
     fprintf(stderr, "fuse-run: --size: %s\n", err.message);
     return EXIT_USAGE;
   }
