@@ -448,6 +448,8 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
     }
     if (p->cluster)
       fz_buf_printf(&b, " cluster=%d", p->cluster);
+    if (p->multipass)
+      fz_buf_puts(&b, " multipass");
     fz_buf_puts(&b, "\n");
   }
   if (p->kind == FZ_PLAN_TRANSPOSE)
@@ -496,10 +498,12 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   p->phases, p->cooperative ? " cooperative" : "",
                   p->prefetch ? " prefetch" : "");
     /* a size class: groups from persistent_full on are masked */
-    if (p->persistent_full != p->persistent - 1)
+    if (p->persistent_full != p->persistent - 1 && !p->multipass)
       fz_buf_printf(b, " masked-from=%d", p->persistent_full);
     if (p->cluster)
       fz_buf_printf(b, " cluster=%d", p->cluster);
+    if (p->multipass)
+      fz_buf_puts(b, " multipass");
     fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");
   }
   else if (is_reduction(p))
