@@ -177,80 +177,163 @@ static void mark_needed(const pers *s, bool *needed) {
   }
 }
 
-static bool walk_trips(pers *s, int round, const fz_reduce_set *rs,
-                       LLVMValueRef *acc, const bool *needed, bool stores);
-static bool trip(pers *s, int round, const fz_reduce_set *rs,
-                 LLVMValueRef *acc, const bool *needed, bool stores,
-                 LLVMValueRef c, bool masked);
+/* A round's walk: its row REDUCE entries, the thread's partial of each
+ * (acc[r], an alloca), for an amax entry that feeds an online sum the sum
+ * node (online[r], else -1) and its partial (sum_acc[r]), what the walk
+ * computes (needed[]) and whether it stores. */
+typedef struct walk_ctx {
+  int round;
+  const fz_reduce_set *rs;
+  LLVMValueRef acc[FZ_LOWER_MAX_COLUMNS];
+  int online[FZ_LOWER_MAX_COLUMNS];
+  LLVMValueRef sum_acc[FZ_LOWER_MAX_COLUMNS];
+  int num_online;
+  bool *needed;
+  bool stores;
+} walk_ctx;
 
-/* Step 2: the walk of round `round`; acc[r] holds the thread's partial of
- * the round's entry r. */
-static bool walk(pers *s, int round, const fz_reduce_set *rs,
-                 LLVMValueRef *acc) {
-  fz_emit *e = &s->k->e;
+/* ---- online softmax ------------------------------------------------------ *
+ * A row max m = amax(x) whose only way into the next round's row sum is
+ * s = sum(exp(x - m)) (softmax, log-softmax) need not wait for m: each
+ * thread keeps a running max m_t and a sum s_t of exp(x - m_t), rescaled
+ * by exp(m_old - m_new) whenever m_t grows, and after the walk s_t is
+ * rescaled to the row's max (exp(m_t - m)) and summed over the block. So
+ * the max and the sum take one walk instead of two. The exp(x - m_t) are
+ * the plan's own sub and exp nodes (their dtypes and rounding) evaluated
+ * at m_t instead of m; the sum differs from the sum at m only by those
+ * roundings. */
+
+/* The row sum node that round entry r (an amax) feeds that way, or -1. */
+static int online_sum(const pers *s, const fz_reduce_set *rs, int r) {
   const fz_plan *p = s->p;
-  bool *needed = calloc((size_t)p->num_nodes + 1, sizeof *needed);
-  if (!needed)
-    return fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory"), false;
-  for (int r = 0; r < rs->count; r++) {
-    const fz_plan_node *n = &p->nodes[rs->node[r]];
-    for (int o = 0; o < n->num_operands; o++)
-      needed[n->operands[o]] = true;
+  int m = rs->node[r];
+  const fz_plan_node *mn = &p->nodes[m];
+  if (rs->code[r] != FZ_OP_AMAX || mn->num_operands != 1 ||
+      !fz_dtype_is_float(mn->dtype) ||
+      p->nodes[mn->operands[0]].dtype != mn->dtype)
+    return -1;
+  int x = mn->operands[0];
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_REDUCE || n->space != FZ_SPACE_ROW ||
+        n->code != FZ_OP_SUM || n->num_operands != 1 ||
+        n->phase != mn->phase + 1 ||
+        fz_plan_reduce_acc(p, n) != rs->acc[r])
+      continue;
+    const fz_plan_node *ex = &p->nodes[n->operands[0]];
+    if (ex->kind != FZ_NODE_OP || ex->code != FZ_OP_EXP ||
+        ex->num_operands != 1 || s->space[n->operands[0]] != PS_FULL)
+      continue;
+    const fz_plan_node *d = &p->nodes[ex->operands[0]];
+    if (d->kind == FZ_NODE_OP && d->code == FZ_OP_SUB &&
+        d->num_operands == 2 && d->operands[0] == x && d->operands[1] == m &&
+        s->space[ex->operands[0]] == PS_FULL)
+      return i;
   }
-  bool stores = false;
-  for (int i = 0; i < p->num_nodes; i++)
-    if (stored_in(p, &p->nodes[i], round, FZ_SPACE_FULL)) {
-      needed[p->nodes[i].operands[0]] = true;
-      stores = true;
-    }
-  mark_needed(s, needed);
-  bool ok = (!rs->count && !stores) || walk_trips(s, round, rs, acc, needed,
-                                                   stores);
-  free(needed);
-  return ok;
+  return -1;
 }
 
-/* The walk: whole trips, whose groups all lie inside the row, in a
- * loop without masks (so that every load of a trip is issued before its
- * stores), then the last, partial trip, if any, masked. */
-static bool walk_trips(pers *s, int round, const fz_reduce_set *rs,
-                       LLVMValueRef *acc, const bool *needed, bool stores) {
-  fz_kernel *k = s->k;
-  fz_emit *e = &k->e;
-  LLVMValueRef step = fz_kernel_idx(k, (int64_t)s->G * (int64_t)s->p->block_x);
-  char name[32];
-  snprintf(name, sizeof name, "walk.p%d", round);
-  fz_loop l;
-  LLVMValueRef c = fz_emit_loop_begin(
-      e, &l, fz_kernel_idx(k, 0),
-      LLVMBuildSub(e->b, step, fz_kernel_idx(k, 1), ""), s->r_groups, name);
-  if (!trip(s, round, rs, acc, needed, stores, c, false))
+static LLVMValueRef float_const(fz_emit *e, fz_dtype d, double v) {
+  return LLVMConstReal(fz_emit_reg_type(e, d), v);
+}
+
+/* exp(from - to), or exactly 1 where from == to (both -inf: no NaN). */
+static LLVMValueRef rescale(fz_emit *e, fz_dtype acc, LLVMValueRef from,
+                            LLVMValueRef to) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef diff = LLVMBuildFSub(b, from, to, "");
+  LLVMValueRef ex = fz_emit_libdevice(e, "exp", &diff, 1);
+  if (!ex)
+    return NULL;
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, from, to, ""),
+                         float_const(e, acc, 1.0), ex, "");
+}
+
+/* In a trip, after entry r's running max went from m_old to m_new: the
+ * thread's online sum rescaled to m_new plus the trip's exp(x - m_new). */
+static bool online_trip(pers *s, walk_ctx *w, int r, LLVMValueRef m_old,
+                        LLVMValueRef m_new) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  fz_dtype acc = w->rs->acc[r];
+  const fz_plan_node *mn = &p->nodes[w->rs->node[r]];
+  const fz_plan_node *sn = &p->nodes[w->online[r]];
+  int ex = sn->operands[0], d = p->nodes[ex].operands[0], x = mn->operands[0];
+  LLVMValueRef m = fz_emit_convert(e, m_new, acc, mn->dtype);
+  LLVMValueRef part = float_const(e, acc, 0.0);
+  for (int g = 0; g < s->G && m; g++)
+    for (int l = 0; l < s->V; l++) {
+      LLVMValueRef args[2] = {pers_full(s, g, x)[l], m};
+      LLVMValueRef dv = fz_emit_op_node(e, &p->nodes[d], args);
+      LLVMValueRef ev = dv ? fz_emit_op_node(e, &p->nodes[ex], &dv) : NULL;
+      LLVMValueRef v = ev ? fz_emit_convert(e, ev, p->nodes[ex].dtype, acc)
+                          : NULL;
+      if (!v)
+        return false;
+      v = LLVMBuildSelect(b, s->gactive[g], v, float_const(e, acc, 0.0), "");
+      part = LLVMBuildFAdd(b, part, v, "");
+    }
+  LLVMValueRef scale = m ? rescale(e, acc, m_old, m_new) : NULL;
+  if (!scale)
     return false;
-  fz_emit_loop_end(e, &l, step);
-  fz_if tail;
-  snprintf(name, sizeof name, "walk.p%d.tail", round);
-  fz_if_begin(e, &tail, LLVMBuildICmp(e->b, LLVMIntULT, l.iv, s->r_groups, ""),
-              name);
-  if (!trip(s, round, rs, acc, needed, stores, l.iv, true))
-    return false;
-  fz_if_end(e, &tail);
+  LLVMTypeRef t = fz_emit_reg_type(e, acc);
+  LLVMValueRef sum = LLVMBuildLoad2(b, t, w->sum_acc[r], "");
+  LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, sum, scale, ""), part, ""),
+                 w->sum_acc[r]);
   return !e->failed;
 }
 
+/* After the round's combine: each thread's online sums rescaled to the
+ * row's max (thread_max[r]: the thread's running max) and combined over
+ * the block into the sum nodes' values, a round early. */
+static bool online_combine(pers *s, walk_ctx *w, LLVMValueRef *thread_max) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  fz_reduce_set sums = {0};
+  LLVMValueRef vals[FZ_LOWER_MAX_COLUMNS];
+  for (int r = 0; r < w->rs->count; r++) {
+    if (w->online[r] < 0)
+      continue;
+    fz_dtype acc = w->rs->acc[r];
+    int m = w->rs->node[r];
+    LLVMValueRef row_max = fz_emit_convert(
+        e, s->rowt[(size_t)m * (size_t)s->V], p->nodes[m].dtype, acc);
+    LLVMValueRef scale = row_max ? rescale(e, acc, thread_max[r], row_max)
+                                 : NULL;
+    if (!scale)
+      return false;
+    LLVMValueRef sum =
+        LLVMBuildLoad2(b, fz_emit_reg_type(e, acc), w->sum_acc[r], "");
+    sums.node[sums.count] = w->online[r];
+    sums.code[sums.count] = FZ_OP_SUM;
+    sums.acc[sums.count] = acc;
+    vals[sums.count++] = LLVMBuildFMul(b, sum, scale, "");
+  }
+  /* the other half of the scratch than the max's combine, and a barrier
+   * after it: the next combine may write either half */
+  if (!fz_pers_row_combine(s, w->round + 1, &sums, vals))
+    return false;
+  fz_emit_barrier(e);
+  return !e->failed;
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
 /* One trip from group c: the loads, the values, the partials folded
- * into acc[], the stores. */
-static bool trip(pers *s, int round, const fz_reduce_set *rs,
-                 LLVMValueRef *acc, const bool *needed, bool stores,
-                 LLVMValueRef c, bool masked) {
+ * into acc[] (and the online sums), the stores. */
+static bool trip(pers *s, walk_ctx *w, LLVMValueRef c, bool masked) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
+  const fz_reduce_set *rs = w->rs;
   char name[32];
   trip_groups(s, c, masked);
   for (int i = 0; i < p->num_nodes; i++)
-    for (int g = 0; g < s->G && needed[i] && p->nodes[i].kind == FZ_NODE_LOAD;
-         g++)
+    for (int g = 0;
+         g < s->G && w->needed[i] && p->nodes[i].kind == FZ_NODE_LOAD; g++)
       if (!fz_pers_eval_full(s, i, g))
         return false;
   for (int g = 0; g < s->G; g++) {
@@ -261,28 +344,29 @@ static bool trip(pers *s, int round, const fz_reduce_set *rs,
           return false;
     }
     for (int i = 0; i < p->num_nodes; i++)
-      if (stored_in(p, &p->nodes[i], round, FZ_SPACE_FULL) &&
+      if (stored_in(p, &p->nodes[i], w->round, FZ_SPACE_FULL) &&
           !fz_pers_eval_full(s, p->nodes[i].operands[0], g))
         return false;
   }
   for (int r = 0; r < rs->count; r++) {
     LLVMTypeRef t = fz_reduce_state_type(e, rs->code[r], rs->acc[r]);
     LLVMValueRef part = fz_pers_thread_partial(s, rs, r);
+    LLVMValueRef old = LLVMBuildLoad2(b, t, w->acc[r], "");
     LLVMValueRef sum =
-        part ? fz_reduce_combine(e, rs->code[r], rs->acc[r],
-                                 LLVMBuildLoad2(b, t, acc[r], ""), part)
-             : NULL;
+        part ? fz_reduce_combine(e, rs->code[r], rs->acc[r], old, part) : NULL;
     if (!sum)
       return false;
-    LLVMBuildStore(b, sum, acc[r]);
+    LLVMBuildStore(b, sum, w->acc[r]);
+    if (w->online[r] >= 0 && !online_trip(s, w, r, old, sum))
+      return false;
   }
-  for (int g = 0; g < s->G && stores; g++) {
+  for (int g = 0; g < s->G && w->stores; g++) {
     fz_if st;
-    snprintf(name, sizeof name, "store.p%d.g%d", round, g);
+    snprintf(name, sizeof name, "store.p%d.g%d", w->round, g);
     fz_if_begin(e, &st, s->gactive[g], name);
     for (int i = 0; i < p->num_nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];
-      if (stored_in(p, n, round, FZ_SPACE_FULL) &&
+      if (stored_in(p, n, w->round, FZ_SPACE_FULL) &&
           !fz_kernel_store_node(k, i, pers_full(s, g, 0),
                                 group_offsets(s, g)[n->access], s->V))
         return false;
@@ -292,32 +376,113 @@ static bool trip(pers *s, int round, const fz_reduce_set *rs,
   return !e->failed;
 }
 
+/* The walk: whole trips, whose groups all lie inside the row, in a
+ * loop without masks (so that every load of a trip is issued before its
+ * stores), then the last, partial trip, if any, masked. */
+static bool walk_trips(pers *s, walk_ctx *w) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMValueRef step = fz_kernel_idx(k, (int64_t)s->G * (int64_t)s->p->block_x);
+  char name[32];
+  snprintf(name, sizeof name, "walk.p%d", w->round);
+  fz_loop l;
+  LLVMValueRef c = fz_emit_loop_begin(
+      e, &l, fz_kernel_idx(k, 0),
+      LLVMBuildSub(e->b, step, fz_kernel_idx(k, 1), ""), s->r_groups, name);
+  if (!trip(s, w, c, false))
+    return false;
+  fz_emit_loop_end(e, &l, step);
+  fz_if tail;
+  snprintf(name, sizeof name, "walk.p%d.tail", w->round);
+  fz_if_begin(e, &tail, LLVMBuildICmp(e->b, LLVMIntULT, l.iv, s->r_groups, ""),
+              name);
+  if (!trip(s, w, l.iv, true))
+    return false;
+  fz_if_end(e, &tail);
+  return !e->failed;
+}
+
+/* Step 2: the walk of the round, over what its reductions and stores
+ * need. */
+static bool walk(pers *s, walk_ctx *w) {
+  fz_emit *e = &s->k->e;
+  const fz_plan *p = s->p;
+  w->needed = calloc((size_t)p->num_nodes + 1, sizeof *w->needed);
+  if (!w->needed)
+    return fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory"), false;
+  for (int r = 0; r < w->rs->count; r++) {
+    const fz_plan_node *n = &p->nodes[w->rs->node[r]];
+    for (int o = 0; o < n->num_operands; o++)
+      w->needed[n->operands[o]] = true;
+  }
+  w->stores = false;
+  for (int i = 0; i < p->num_nodes; i++)
+    if (stored_in(p, &p->nodes[i], w->round, FZ_SPACE_FULL)) {
+      w->needed[p->nodes[i].operands[0]] = true;
+      w->stores = true;
+    }
+  mark_needed(s, w->needed);
+  bool ok = (!w->rs->count && !w->stores) || walk_trips(s, w);
+  free(w->needed);
+  w->needed = NULL;
+  return ok;
+}
+
+/* The row REDUCE entries of round `round` not yet computed (an online
+ * sum was, a round early). */
+static void round_entries(pers *s, int round, fz_reduce_set *rs) {
+  fz_reduce_set all;
+  fz_pers_round_set(s, round, &all);
+  const bool *row_done = s->done + (size_t)s->G * (size_t)s->p->num_nodes;
+  *rs = (fz_reduce_set){0};
+  for (int r = 0; r < all.count; r++) {
+    if (row_done[all.node[r]])
+      continue;
+    rs->node[rs->count] = all.node[r];
+    rs->code[rs->count] = all.code[r];
+    rs->acc[rs->count] = all.acc[r];
+    rs->count++;
+  }
+}
+
 static bool round_of_row(pers *s, int round) {
   fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
   if (!row_values(s, round))
     return false;
   fz_reduce_set rs = {0};
   if (round < p->phases)
-    fz_pers_round_set(s, round, &rs);
-  LLVMValueRef acc[FZ_LOWER_MAX_COLUMNS];
+    round_entries(s, round, &rs);
+  walk_ctx w = {.round = round, .rs = &rs};
   for (int r = 0; r < rs.count; r++) {
     char name[32];
     snprintf(name, sizeof name, "partial.p%d.%d", round, r);
-    acc[r] = fz_pers_entry_alloca(
+    w.acc[r] = fz_pers_entry_alloca(
         s, fz_reduce_state_type(e, rs.code[r], rs.acc[r]), name);
-    LLVMBuildStore(e->b, fz_reduce_identity(e, rs.code[r], rs.acc[r]),
-                   acc[r]);
+    LLVMBuildStore(b, fz_reduce_identity(e, rs.code[r], rs.acc[r]), w.acc[r]);
+    w.online[r] = online_sum(s, &rs, r);
+    if (w.online[r] < 0)
+      continue;
+    w.num_online++;
+    snprintf(name, sizeof name, "online.p%d.%d", round, r);
+    w.sum_acc[r] =
+        fz_pers_entry_alloca(s, fz_emit_reg_type(e, rs.acc[r]), name);
+    LLVMBuildStore(b, float_const(e, rs.acc[r], 0.0), w.sum_acc[r]);
   }
-  if (!walk(s, round, &rs, acc))
+  if (!walk(s, &w))
     return false;
   if (!rs.count)
     return true;
-  LLVMValueRef vals[FZ_LOWER_MAX_COLUMNS];
-  for (int r = 0; r < rs.count; r++)
+  LLVMValueRef vals[FZ_LOWER_MAX_COLUMNS], thread_max[FZ_LOWER_MAX_COLUMNS];
+  for (int r = 0; r < rs.count; r++) {
     vals[r] = LLVMBuildLoad2(
-        e->b, fz_reduce_state_type(e, rs.code[r], rs.acc[r]), acc[r], "");
-  return fz_pers_row_combine(s, round, &rs, vals);
+        b, fz_reduce_state_type(e, rs.code[r], rs.acc[r]), w.acc[r], "");
+    thread_max[r] = vals[r];
+  }
+  if (!fz_pers_row_combine(s, round, &rs, vals))
+    return false;
+  return !w.num_online || online_combine(s, &w, thread_max);
 }
 
 bool fz_pers_multipass_body(pers *s) {
