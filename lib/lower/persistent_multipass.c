@@ -21,7 +21,10 @@
  *        as there).
  * Every value of a group is computed afresh in each walk: inputs are
  * read again from global memory, pointwise values recomputed, nothing of
- * the full space is kept between rounds.
+ * the full space is kept between rounds. A row max whose next round's
+ * sum is sum(exp(x - max)) (softmax) takes that sum along in its own
+ * walk (an online sum, below), so softmax reads its row twice, not
+ * three times; a round left without reductions or stores has no walk.
  */
 #include "persistent.h"
 
