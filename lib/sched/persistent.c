@@ -345,9 +345,13 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   return true;
 }
 
-bool fz_persistent_build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
-                         fz_reason *why, const fz_op *first,
-                         const fz_value *ref, fz_plan **out, bool multipass) {
+/* *about_rows: multipass mode's verdict is its own (the row fits on
+ * chip, or it is too long and fz_multipass_plan decides), not the
+ * persistent scheduler's reason again. */
+static bool build_plan(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                       fz_reason *why, const fz_op *first,
+                       const fz_value *ref, fz_plan **out, bool multipass,
+                       bool *about_rows) {
   (void)first; /* every reduction is classified below */
   const fz_fusion *f = pb->fusion;
   char label[64];
@@ -522,14 +526,30 @@ bool fz_persistent_build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                           p->phases, FZ_PLAN_MAX_PHASES);
   bool too_long = false;
   if (heuristics(d, pb, p, &too_long)) {
+    *about_rows = true;
     if (multipass)
       return fz_dag_decline(d, "a row fits on chip (the persistent "
                                "scheduler's)");
-  } else if (!multipass || !too_long || !fz_multipass_plan(d, pb, p)) {
-    return false;
+  } else {
+    *about_rows = too_long;
+    if (!multipass || !too_long || !fz_multipass_plan(d, pb, p))
+      return false;
   }
   *out = p;
   return true;
+}
+
+bool fz_persistent_build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                         fz_reason *why, const fz_op *first,
+                         const fz_value *ref, fz_plan **out, bool multipass) {
+  bool about_rows = false;
+  if (build_plan(d, pb, arena, why, first, ref, out, multipass, &about_rows))
+    return true;
+  /* the persistent scheduler's reason is listed already */
+  if (multipass && !about_rows)
+    return fz_dag_decline(d, "the persistent scheduler declines it, not for "
+                             "its row length");
+  return false;
 }
 
 static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
