@@ -30,7 +30,8 @@
  *
  * A multipass plan (plan->multipass: a row that stays on chip nowhere)
  * walks each row once a round instead of holding it:
- * persistent_multipass.c, with this file's evaluation and combines.
+ * persistent_multipass.c (lower.c calls it), with this file's setup,
+ * evaluation and combines.
  *
  * A cluster plan (plan->cluster, sm_90) is the same kernel with a row
  * spread over the cluster's blocks: a thread's groups start at rank *
@@ -1066,6 +1067,9 @@ static bool body_held(pers *s) {
 
 /* ---- for persistent_multipass.c ----------------------------------------- */
 
+bool fz_pers_setup(pers *s, fz_kernel *k) { return setup(s, k); }
+void fz_pers_teardown(pers *s) { teardown(s); }
+
 bool fz_pers_eval_row(pers *s, int i) { return eval_row(s, i); }
 bool fz_pers_eval_full(pers *s, int i, int g) { return eval_full(s, i, g); }
 void fz_pers_round_set(pers *s, int round, fz_reduce_set *rs) {
@@ -1082,9 +1086,7 @@ bool fz_pers_row_combine(pers *s, int round, const fz_reduce_set *rs,
 
 bool fz_emit_persistent(fz_kernel *k) {
   pers s = {0};
-  bool ok = setup(&s, k) && (s.held              ? body_held(&s)
-                             : k->e.plan->multipass ? fz_pers_multipass_body(&s)
-                                                    : body(&s));
+  bool ok = setup(&s, k) && (s.held ? body_held(&s) : body(&s));
   teardown(&s);
   return ok && !k->e.failed;
 }

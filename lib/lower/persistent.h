@@ -5,9 +5,10 @@
  * prefetch of the next row (persistent_prefetch.c), the exchange of a
  * cluster plan's row reductions (persistent_cluster.c), the walks of a
  * multipass plan (persistent_multipass.c) and what they share
- * (persistent_common.c). persistent.c calls the others;
- * persistent_columns.c, persistent_prefetch.c and persistent_cluster.c
- * call only persistent_common.c.
+ * (persistent_common.c). persistent.c calls the others but
+ * persistent_multipass.c, which lower.c calls and which calls
+ * persistent.c; persistent_columns.c, persistent_prefetch.c and
+ * persistent_cluster.c call only persistent_common.c.
  *
  * Every node lives in one of five spaces, decided from its plan space
  * (node->space) and, within the full space, from what it varies along: a
@@ -148,6 +149,9 @@ void fz_pers_cluster_exit(pers *s);
 
 /* ---- persistent.c, for persistent_multipass.c ----------------------------- */
 
+/* The kernel's state (spaces, tables) for the plan, and its release. */
+bool fz_pers_setup(pers *s, fz_kernel *k);
+void fz_pers_teardown(pers *s);
 /* Node i in the row table (CONST, ROW), or for group g in its table. */
 bool fz_pers_eval_row(pers *s, int i);
 bool fz_pers_eval_full(pers *s, int i, int g);
@@ -163,12 +167,6 @@ LLVMValueRef fz_pers_thread_partial(pers *s, const fz_reduce_set *rs, int r);
  * nodes' values in the row table. Every thread must call it. */
 bool fz_pers_row_combine(pers *s, int round, const fz_reduce_set *rs,
                          LLVMValueRef *vals);
-
-/* ---- persistent_multipass.c ---------------------------------------------- */
-
-/* The kernel of a multipass plan, after setup: every row walked once a
- * round. */
-bool fz_pers_multipass_body(pers *s);
 
 /* ---- persistent_columns.c ------------------------------------------------ */
 

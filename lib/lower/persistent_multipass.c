@@ -27,6 +27,7 @@
  * three times; a round left without reductions or stores has no walk.
  */
 #include "persistent.h"
+#include "skeleton.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,7 +489,7 @@ static bool round_of_row(pers *s, int round) {
   return !w.num_online || online_combine(s, &w, thread_max);
 }
 
-bool fz_pers_multipass_body(pers *s) {
+static bool body(pers *s) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   const fz_plan *p = s->p;
@@ -510,4 +511,11 @@ bool fz_pers_multipass_body(pers *s) {
   fz_emit_loop_end(e, &rows, nctaid);
   LLVMBuildRetVoid(e->b);
   return !e->failed;
+}
+
+bool fz_emit_multipass(fz_kernel *k) {
+  pers s = {0};
+  bool ok = fz_pers_setup(&s, k) && body(&s);
+  fz_pers_teardown(&s);
+  return ok && !k->e.failed;
 }
