@@ -69,7 +69,7 @@ static bool emit_body(fz_kernel *k) {
   case FZ_PLAN_INNER_PERSISTENT:
   case FZ_PLAN_INNER_OUTER_PERSISTENT:
   case FZ_PLAN_OUTER_PERSISTENT:
-    return fz_emit_persistent(k);
+    return e->plan->multipass ? fz_emit_multipass(k) : fz_emit_persistent(k);
   case FZ_PLAN_TRANSPOSE:
     return fz_emit_transpose(k);
   default: /* fz_plan_verify refused it */

@@ -28,6 +28,11 @@
  *        to the node's dtype as the interpreter rounds it;
  *   columns (INNER_OUTER only): persistent_columns.c.
  *
+ * A multipass plan (plan->multipass: a row that stays on chip nowhere)
+ * walks each row once a round instead of holding it:
+ * persistent_multipass.c (lower.c calls it), with this file's setup,
+ * evaluation and combines.
+ *
  * A cluster plan (plan->cluster, sm_90) is the same kernel with a row
  * spread over the cluster's blocks: a thread's groups start at rank *
  * block_x + tx and step by cluster * block_x, clusters walk the rows
@@ -682,15 +687,13 @@ static bool welford_partners(pers *s, const fz_reduce_set *rs,
   return !e->failed;
 }
 
-/* The row REDUCE nodes of phase round + 1, all-reduced over the row. */
-static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
+/* The row REDUCE nodes of phase round + 1 from the threads' partials
+ * vals[r], all-reduced over the row. */
+static bool row_combine(pers *s, int round, const fz_reduce_set *rs,
+                        LLVMValueRef *vals) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   const fz_plan *p = s->p;
-  LLVMValueRef vals[FZ_LOWER_MAX_COLUMNS];
-  for (int r = 0; r < rs->count; r++)
-    if (!(vals[r] = thread_partial(s, rs, r)))
-      return false;
   fz_reduce_layout lay;
   row_layout(p, rs, &lay);
   lay.warps = s->warps;
@@ -717,6 +720,15 @@ static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
     *row_done(s, i) = true;
   }
   return welford_partners(s, rs, vals);
+}
+
+/* The row REDUCE nodes of phase round + 1, all-reduced over the row. */
+static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
+  LLVMValueRef vals[FZ_LOWER_MAX_COLUMNS];
+  for (int r = 0; r < rs->count; r++)
+    if (!(vals[r] = thread_partial(s, rs, r)))
+      return false;
+  return row_combine(s, round, rs, vals);
 }
 
 /* Column partials of the nodes whose operand is ready in this round, for
@@ -1084,6 +1096,25 @@ static bool body_held(pers *s) {
     return false;
   LLVMBuildRetVoid(b);
   return !e->failed;
+}
+
+/* ---- for persistent_multipass.c ----------------------------------------- */
+
+bool fz_pers_setup(pers *s, fz_kernel *k) { return setup(s, k); }
+void fz_pers_teardown(pers *s) { teardown(s); }
+
+bool fz_pers_eval_row(pers *s, int i) { return eval_row(s, i); }
+bool fz_pers_eval_full(pers *s, int i, int g) { return eval_full(s, i, g); }
+void fz_pers_round_set(pers *s, int round, fz_reduce_set *rs) {
+  round_set(s, round, rs);
+}
+size_t fz_pers_row_half_bytes(pers *s) { return row_half_bytes(s); }
+LLVMValueRef fz_pers_thread_partial(pers *s, const fz_reduce_set *rs, int r) {
+  return thread_partial(s, rs, r);
+}
+bool fz_pers_row_combine(pers *s, int round, const fz_reduce_set *rs,
+                         LLVMValueRef *vals) {
+  return row_combine(s, round, rs, vals);
 }
 
 bool fz_emit_persistent(fz_kernel *k) {

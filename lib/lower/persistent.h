@@ -3,10 +3,12 @@
  * rounds, stores), its column half (persistent_columns.c: block partials
  * of column reductions, the grid barrier, the final column pass), the
  * prefetch of the next row (persistent_prefetch.c), the exchange of a
- * cluster plan's row reductions (persistent_cluster.c) and what they
- * share (persistent_common.c). persistent.c calls the others;
- * persistent_columns.c, persistent_prefetch.c and persistent_cluster.c
- * call only persistent_common.c.
+ * cluster plan's row reductions (persistent_cluster.c), the walks of a
+ * multipass plan (persistent_multipass.c) and what they share
+ * (persistent_common.c). persistent.c calls the others but
+ * persistent_multipass.c, which lower.c calls and which calls
+ * persistent.c; persistent_columns.c, persistent_prefetch.c and
+ * persistent_cluster.c call only persistent_common.c.
  *
  * Every node lives in one of five spaces, decided from its plan space
  * (node->space) and, within the full space, from what it varies along: a
@@ -155,6 +157,27 @@ bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,
 /* Before the kernel returns: no block leaves while another may still read
  * its shared memory. */
 void fz_pers_cluster_exit(pers *s);
+
+/* ---- persistent.c, for persistent_multipass.c ----------------------------- */
+
+/* The kernel's state (spaces, tables) for the plan, and its release. */
+bool fz_pers_setup(pers *s, fz_kernel *k);
+void fz_pers_teardown(pers *s);
+/* Node i in the row table (CONST, ROW), or for group g in its table. */
+bool fz_pers_eval_row(pers *s, int i);
+bool fz_pers_eval_full(pers *s, int i, int g);
+/* The row REDUCE nodes of round `round` (phase round + 1). */
+void fz_pers_round_set(pers *s, int round, fz_reduce_set *rs);
+/* The bytes of one of the two halves of the rows' shared scratch. */
+size_t fz_pers_row_half_bytes(pers *s);
+/* Row REDUCE entry r's partial over the thread's groups (s->G) and
+ * lanes: a group not active gives nothing. */
+LLVMValueRef fz_pers_thread_partial(pers *s, const fz_reduce_set *rs, int r);
+/* The threads' partials vals[r] of round `round` combined over the row
+ * (in the half of the scratch the round's parity picks): the REDUCE
+ * nodes' values in the row table. Every thread must call it. */
+bool fz_pers_row_combine(pers *s, int round, const fz_reduce_set *rs,
+                         LLVMValueRef *vals);
 
 /* ---- persistent_columns.c ------------------------------------------------ */
 

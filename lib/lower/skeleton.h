@@ -41,4 +41,9 @@ fz_status fz_check_persistent(const fz_plan *plan, fz_error *err);
  * bodies. */
 bool fz_emit_persistent(fz_kernel *k);
 
+/* ---- persistent_multipass.c ---------------------------------------------- */
+
+/* The kernel body of a multipass plan (plan->multipass). */
+bool fz_emit_multipass(fz_kernel *k);
+
 #endif

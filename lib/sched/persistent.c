@@ -34,6 +34,7 @@
 #include "sched/heuristics.h"
 #include "sched/persistent_cluster.h"
 #include "sched/persistent_slices.h"
+#include "sched/persistent_multipass.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,7 +269,10 @@ static bool loaded_in_full_space(const fz_plan *p, int access,
   return ((const bool *)ctx)[access];
 }
 
-static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
+/* *too_long: declined only because a row fits neither one block's
+ * registers nor a cluster (persistent_multipass.c takes those). */
+static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
+                       bool *too_long) {
   int last = p->rank - 1;
   int full_loads = 0;
   bool *full =
@@ -311,7 +315,8 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
            bx < 1024)
       bx *= 2;
     int64_t per_thread = fz_cdiv(groups, bx);
-    if (per_thread * v * per_element > 160)
+    *too_long = per_thread * v * per_element > 160;
+    if (*too_long)
       return fz_dag_decline(d,
                             "%d row tensors of %lld elements do not fit in "
                             "the registers of one block",
@@ -353,9 +358,13 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   return true;
 }
 
-static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+/* *about_rows: multipass mode's verdict is its own (the row fits on
+ * chip, or it is too long and fz_multipass_plan decides), not the
+ * persistent scheduler's reason again. */
+static bool build_plan(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                        fz_reason *why, const fz_op *first,
-                       const fz_value *ref, fz_plan **out) {
+                       const fz_value *ref, fz_plan **out, bool multipass,
+                       bool *about_rows) {
   (void)first; /* every reduction is classified below */
   const fz_fusion *f = pb->fusion;
   char label[64];
@@ -528,10 +537,38 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     return fz_dag_decline(d, "%d rounds of reductions, one after another "
                              "(at most %d)",
                           p->phases, FZ_PLAN_MAX_PHASES);
-  if (!heuristics(d, pb, p))
-    return false;
+  bool too_long = false;
+  if (heuristics(d, pb, p, &too_long)) {
+    *about_rows = true;
+    if (multipass)
+      return fz_dag_decline(d, "a row fits on chip (the persistent "
+                               "scheduler's)");
+  } else {
+    *about_rows = too_long;
+    if (!multipass || !too_long || !fz_multipass_plan(d, pb, p))
+      return false;
+  }
   *out = p;
   return true;
+}
+
+bool fz_persistent_build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                         fz_reason *why, const fz_op *first,
+                         const fz_value *ref, fz_plan **out, bool multipass) {
+  bool about_rows = false;
+  if (build_plan(d, pb, arena, why, first, ref, out, multipass, &about_rows))
+    return true;
+  /* the persistent scheduler's reason is listed already */
+  if (multipass && !about_rows)
+    return fz_dag_decline(d, "the persistent scheduler declines it, not for "
+                             "its row length");
+  return false;
+}
+
+static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
+                       fz_reason *why, const fz_op *first,
+                       const fz_value *ref, fz_plan **out) {
+  return fz_persistent_build(d, pb, arena, why, first, ref, out, false);
 }
 
 bool fz_persistent_try(const fz_problem *problem, fz_arena *arena,

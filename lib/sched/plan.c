@@ -458,6 +458,8 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       fz_buf_printf(&b, " cluster=%d", p->cluster);
     if (p->column_slices > 1)
       fz_buf_printf(&b, " slices=%d", p->column_slices);
+    if (p->multipass)
+      fz_buf_puts(&b, " multipass");
     fz_buf_puts(&b, "\n");
   }
   if (p->kind == FZ_PLAN_TRANSPOSE)
@@ -511,10 +513,12 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   : p->prefetch_ahead >= 2 ? " prefetch2"
                                               : " prefetch");
     /* a size class: groups from persistent_full on are masked */
-    if (p->persistent_full != p->persistent - 1)
+    if (p->persistent_full != p->persistent - 1 && !p->multipass)
       fz_buf_printf(b, " masked-from=%d", p->persistent_full);
     if (p->cluster)
       fz_buf_printf(b, " cluster=%d", p->cluster);
+    if (p->multipass)
+      fz_buf_puts(b, " multipass");
     fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");
   }
   else if (is_reduction(p)) {

@@ -300,6 +300,15 @@ typedef struct fz_plan {
    * is then combined among the blocks of one slice only, behind a
    * barrier of those blocks (lib/lower/persistent_slices.c). */
   int column_slices;
+  /* INNER_PERSISTENT plans whose row fits neither one SM nor a cluster
+   * (persistent_multipass.c): the row is not held. One block a row
+   * (block_y 1) walks it once per round, `persistent` groups a thread a
+   * trip (groups tx + k * block_x from each trip's start, all masked by
+   * the row length: persistent_full is 0), re-reading the inputs from
+   * global memory and recomputing the pointwise values instead of
+   * keeping them, accumulating the round's row reductions in registers
+   * and combining them over the block after the walk. Any row length. */
+  bool multipass;
 } fz_plan;
 
 /* The largest cluster a plan asks for: the portable limit. */
@@ -500,6 +509,14 @@ bool fz_reduction_try(const fz_problem *problem, fz_arena *arena,
 bool fz_persistent_try(const fz_problem *problem, fz_arena *arena,
                        fz_plan **out, fz_reason *why);
 
+/* persistent_multipass.c: accepts what persistent.c declines only because
+ * a row fits neither one SM's registers nor a cluster, for inner
+ * normalizations with enough rows to fill the device: a multipass plan
+ * (plan.h) that re-reads each row once a round instead of splitting the
+ * fusion into kernels that round-trip intermediates through memory. */
+bool fz_multipass_try(const fz_problem *problem, fz_arena *arena,
+                      fz_plan **out, fz_reason *why);
+
 /* transpose.c: accepts what the pointwise scheduler accepts when some
  * input is contiguous along another canonical axis (B) than the outputs
  * (A, the innermost), both axes are long enough to fill tiles, and the
@@ -509,10 +526,10 @@ bool fz_transpose_try(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_reason *why);
 
 /* schedule.c: the scheduler table (transpose, pointwise, reduction,
- * persistent: the order they are asked in) and the questions asked of it,
+ * persistent, multipass: the order they are asked in) and the questions asked of it,
  * for a fusion taken whole (a whole fusion or one segment of it:
  * segment.c splits what no scheduler takes). */
-enum { FZ_NUM_SCHEDULERS = 4 };
+enum { FZ_NUM_SCHEDULERS = 5 };
 /* Room for fz_schedule_reasons' text: every reason whole. */
 #define FZ_SCHEDULE_REASONS_CHARS (FZ_NUM_SCHEDULERS * (256 + 16))
 

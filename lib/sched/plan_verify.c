@@ -324,6 +324,20 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
                "%d column slices on a %s plan, %d groups a thread, grid %lld",
                p->column_slices, outer ? "outer" : "non-outer", p->persistent,
                (long long)p->grid_x);
+  /* a multipass row: one block walks it, every group masked */
+  if (p->multipass)
+    return p->kind == FZ_PLAN_INNER_PERSISTENT && p->block_y == 1 &&
+                   !p->cluster && !p->prefetch && !p->dynamic_block &&
+                   p->persistent_full == 0
+               ? FZ_OK
+               : bad(err,
+                     "a multipass row on a %s plan, block %dx%d, cluster "
+                     "%d%s%s, %d groups unmasked",
+                     p->kind == FZ_PLAN_INNER_PERSISTENT ? "inner"
+                                                         : "non-inner",
+                     p->block_x, p->block_y, p->cluster,
+                     p->prefetch ? ", prefetching" : "",
+                     p->dynamic_block ? ", dynamic" : "", p->persistent_full);
   /* the row's groups: the kernel masks only those from persistent_full on */
   int64_t groups = fz_plan_row_points(p) / p->vector;
   int64_t row_threads = (int64_t)p->block_x * (p->cluster ? p->cluster : 1) *
@@ -516,6 +530,8 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
   if (p->cluster && !persistent)
     return bad(err, "a cluster of %d blocks on a plan that is not persistent",
                p->cluster);
+  if (p->multipass && !persistent)
+    return bad(err, "a multipass row on a plan that is not persistent");
   if (persistent && (st = verify_persistent(p, err)))
     return st;
   if (p->kind == FZ_PLAN_TRANSPOSE && (st = verify_transpose(p, err)))

@@ -30,6 +30,8 @@ static const scheduler schedulers[] = {
     {"pointwise", fz_pointwise_try},
     {"reduction", fz_reduction_try},
     {"persistent", fz_persistent_try},
+    /* only what persistent declines for its row length */
+    {"multipass", fz_multipass_try},
 };
 _Static_assert(sizeof schedulers / sizeof schedulers[0] == FZ_NUM_SCHEDULERS,
                "FZ_NUM_SCHEDULERS counts the table");
