@@ -921,34 +921,21 @@ static bool body(pers *s) {
   if (!entry(s) || !tile_walk_init(s, &w))
     return false;
   tile_walk_last(s, &w);
-  if (p->prefetch) {
-    /* the block's first rows, as many as are copied ahead */
-    LLVMValueRef rows[2], has[2], t = w.ctaid;
-    for (int r = 0; r < (p->prefetch_ahead >= 2 ? 2 : 1); r++) {
-      if (r)
-        t = LLVMBuildAdd(b, t, w.nctaid, "tile.second");
-      has[r] = LLVMBuildICmp(b, LLVMIntULT, t, w.tiles, "");
-      rows[r] = clamped_row(s, &w, t);
-    }
-    if (!fz_pers_prefetch_begin(s, rows, has))
-      return false;
-  }
+  if (p->prefetch &&
+      !fz_pers_prefetch_begin(
+          s, clamped_row(s, &w, w.ctaid),
+          LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, "")))
+    return false;
   fz_loop tl;
   LLVMValueRef tile =
       fz_emit_loop_begin(e, &tl, w.ctaid, NULL, w.tiles, "tile");
   LLVMValueRef live;
   row_start(s, tile_row(s, &w, tile, &live));
   if (p->prefetch) {
-    /* the row copied: the next one, or the one after it */
     LLVMValueRef next = LLVMBuildAdd(b, tile, w.nctaid, "tile.next");
-    LLVMValueRef far = p->prefetch_ahead >= 2
-                           ? LLVMBuildAdd(b, next, w.nctaid, "tile.far")
-                           : next;
-    LLVMValueRef far_more = LLVMBuildICmp(b, LLVMIntULT, far, w.tiles, "");
-    LLVMValueRef next_row = clamped_row(s, &w, next);
-    LLVMValueRef far_row =
-        far == next ? next_row : clamped_row(s, &w, far);
-    if (!fz_pers_prefetch_next(s, next_row, far_row, far_more))
+    if (!fz_pers_prefetch_next(
+            s, clamped_row(s, &w, next),
+            LLVMBuildICmp(b, LLVMIntULT, next, w.tiles, "")))
       return false;
   }
   if (!row_loads(s))

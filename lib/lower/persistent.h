@@ -81,8 +81,7 @@ typedef struct pers {
   LLVMValueRef *colacc;
   bool row_scratch; /* the row combine uses shared memory */
   /* plan->prefetch (persistent_prefetch.c): the dynamic shared buffers,
-   * the buffer of the current row (i32 alloca, below
-   * fz_plan_prefetch_buffers), and per node an
+   * the buffer of the current row (i32 alloca, 0 or 1), and per node an
    * alloca carrying a row-constant load one row ahead (or NULL). */
   LLVMValueRef pf_smem, pf_parity;
   LLVMValueRef *pf_rowval;
@@ -128,18 +127,14 @@ bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name);
 
 /* ---- persistent_prefetch.c ----------------------------------------------- */
 
-/* Before the row loop, the copies of the rows the block starts with
- * (`rows[k]`: the clamped row index of the block's k-th row, `has[k]`: i1,
- * the block has it; k < plan->prefetch_ahead, at least 1); in the loop,
- * after row_start, the copies of the row `ahead` rows on (`far`,
- * `far_more`), the wait for the current row's, and the row-constant loads
- * of the next row (`next`); fz_pers_prefetch_load reads LOAD node i of
- * group g from the current buffer into the group's table;
- * fz_pers_prefetch_end moves to the next buffer at the end of a row. */
-bool fz_pers_prefetch_begin(pers *s, const LLVMValueRef *rows,
-                            const LLVMValueRef *has);
-bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef far,
-                           LLVMValueRef far_more);
+/* Before the row loop, the first row's copies (`first`: the clamped row
+ * index, `any`: i1, the block has a row); in the loop, after row_start,
+ * the next row's copies (`next`, `more`) and the wait for the current
+ * row's; fz_pers_prefetch_load reads LOAD node i of group g from the
+ * current buffer into the group's table; fz_pers_prefetch_end flips the
+ * buffer at the end of a row. */
+bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any);
+bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more);
 bool fz_pers_prefetch_load(pers *s, int i, int g);
 void fz_pers_prefetch_end(pers *s);
 

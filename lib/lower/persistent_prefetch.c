@@ -8,26 +8,22 @@
  * while the block reduces and stores. With it, the row's loads were issued
  * one row earlier and the wait is short or none.
  *
- * How: two buffers in dynamic shared memory, alternating by row (three,
- * in turn, where the plan copies two rows ahead: prefetch_ahead). Each
+ * How: two buffers in dynamic shared memory, alternating by row. Each
  * thread copies exactly the pieces of the row that it later reads itself
  * (cp.async, global -> shared, no registers), so no barrier is needed: a
  * thread's cp.async.wait_group orders its own copies. The buffer a thread
  * refills was read by the same thread one row earlier, into registers
- * whose values have since been used; each row's copies are one commit
- * group, and the wait leaves the groups of the rows ahead in flight.
- * Row-constant inputs (mean, rstd) are
+ * whose values have since been used. Row-constant inputs (mean, rstd) are
  * loaded one row ahead into registers, carried across the loop in an
  * alloca (promoted by mem2reg), so their latency is hidden too.
  *
- * Layout: buffer -> prefetched access (plan order) -> group -> the
+ * Layout: buffer (0/1) -> prefetched access (plan order) -> group -> the
  * block's threads -> this thread's V lanes (V * element size bytes). With
  * 16-byte pieces a warp's reads and copies cover whole bank rows.
  */
 #include "persistent.h"
 
 #include <stdio.h>
-#include <string.h>
 
 enum { MAX_ACCESSES = 256 }; /* the launcher's limit too */
 
@@ -124,12 +120,7 @@ static bool load_row_values(pers *s, const LLVMValueRef *base) {
   return !k->e.failed;
 }
 
-static int rows_ahead(const pers *s) {
-  return s->p->prefetch_ahead >= 2 ? 2 : 1;
-}
-
-bool fz_pers_prefetch_begin(pers *s, const LLVMValueRef *rows,
-                            const LLVMValueRef *has) {
+bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
@@ -144,27 +135,20 @@ bool fz_pers_prefetch_begin(pers *s, const LLVMValueRef *rows,
     if (is_row_load(s, i))
       s->pf_rowval[i] = fz_pers_entry_alloca(
           s, fz_emit_reg_type(e, p->nodes[i].dtype), "pf.row");
-  LLVMValueRef base[MAX_ACCESSES], first[MAX_ACCESSES];
+  LLVMValueRef base[MAX_ACCESSES];
   if (p->num_accesses > MAX_ACCESSES)
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
-  /* one commit group per row, so that the loop's wait leaves exactly the
-   * rows ahead in flight */
-  for (int r = 0; r < rows_ahead(s); r++) {
-    fz_pers_row_bases(s, rows[r], base);
-    if (r == 0)
-      memcpy(first, base, sizeof *base * (size_t)p->num_accesses);
-    fz_if in;
-    fz_if_begin(e, &in, has[r], r == 0 ? "pf.first" : "pf.second");
-    if (!copy_row(s, base, i32c(e, (unsigned long long)r)))
-      return false;
-    fz_if_end(e, &in);
-    fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-  }
-  return load_row_values(s, first);
+  fz_pers_row_bases(s, first, base);
+  fz_if has;
+  fz_if_begin(e, &has, any, "pf.first");
+  if (!copy_row(s, base, i32c(e, 0)))
+    return false;
+  fz_if_end(e, &has);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+  return load_row_values(s, base);
 }
 
-bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef far,
-                           LLVMValueRef far_more) {
+bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
@@ -182,29 +166,18 @@ bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef far,
   LLVMValueRef base[MAX_ACCESSES];
   if (p->num_accesses > MAX_ACCESSES)
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
-  int ahead = rows_ahead(s);
-  fz_pers_row_bases(s, far, base);
+  fz_pers_row_bases(s, next, base);
   LLVMValueRef parity = LLVMBuildLoad2(b, e->t_i32, s->pf_parity, "pf.buf");
   fz_if more_rows;
-  fz_if_begin(e, &more_rows, far_more, "pf.next");
-  /* the buffer the current row's predecessor used: this thread has read
-   * its own pieces of it into registers already */
-  LLVMValueRef into =
-      ahead == 1 ? LLVMBuildXor(b, parity, i32c(e, 1), "")
-                 : LLVMBuildSelect(
-                       b, LLVMBuildICmp(b, LLVMIntEQ, parity, i32c(e, 0), ""),
-                       i32c(e, 2), LLVMBuildSub(b, parity, i32c(e, 1), ""),
-                       "pf.into");
-  if (!copy_row(s, base, into))
+  fz_if_begin(e, &more_rows, more, "pf.next");
+  if (!copy_row(s, base, LLVMBuildXor(b, parity, i32c(e, 1), "")))
     return false;
   fz_if_end(e, &more_rows);
-  /* an empty group when there is no such row keeps "all but the newest
-   * `ahead`" meaning "the current row's and those before it" */
+  /* an empty group when there is no next row keeps "all but the newest"
+   * meaning "the current row's" */
   fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-  LLVMValueRef wait = i32c(e, (unsigned long long)ahead);
-  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &wait, 1);
-  if (ahead > 1)
-    fz_pers_row_bases(s, next, base);
+  LLVMValueRef one = i32c(e, 1);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
   return load_row_values(s, base);
 }
 
@@ -228,13 +201,7 @@ bool fz_pers_prefetch_load(pers *s, int i, int g) {
 
 void fz_pers_prefetch_end(pers *s) {
   fz_emit *e = &s->k->e;
-  LLVMBuilderRef b = e->b;
-  LLVMValueRef parity = LLVMBuildLoad2(b, e->t_i32, s->pf_parity, "");
-  LLVMValueRef next =
-      rows_ahead(s) == 1
-          ? LLVMBuildXor(b, parity, i32c(e, 1), "")
-          : LLVMBuildSelect(
-                b, LLVMBuildICmp(b, LLVMIntEQ, parity, i32c(e, 2), ""),
-                i32c(e, 0), LLVMBuildAdd(b, parity, i32c(e, 1), ""), "");
-  LLVMBuildStore(b, next, s->pf_parity);
+  LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "");
+  LLVMBuildStore(e->b, LLVMBuildXor(e->b, parity, i32c(e, 1), ""),
+                 s->pf_parity);
 }

@@ -37,7 +37,6 @@
 #include "sched/persistent_multipass.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Physical order of the reference axes: the strides, through its map, of
@@ -134,7 +133,6 @@ static void assign_phases(fz_plan *p) {
  * prefetch hides. */
 static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   p->prefetch = false;
-  p->prefetch_ahead = 0;
   if (pb->device.sm < 80 || p->kind != FZ_PLAN_INNER_OUTER_PERSISTENT ||
       tiles <= p->grid_x)
     return;
@@ -152,14 +150,6 @@ static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   size_t bytes = fz_plan_shared_bytes(p);
   p->prefetch = p->prefetch && any && bytes + 16 * 1024 <= room &&
                 (p->threads >= 512 || bytes <= 32 * 1024);
-  /* FZ_PREFETCH_AHEAD=2 (to be measured against one row ahead on the
-   * H200, then made the rule or removed): copy two rows ahead where the
-   * third buffer still fits, so that a block alone on its SM keeps two
-   * rows of loads in flight while it reduces one. */
-  const char *ahead = getenv("FZ_PREFETCH_AHEAD");
-  if (p->prefetch && ahead && strcmp(ahead, "2") == 0 &&
-      bytes / 2 * 3 + 16 * 1024 <= room && tiles > 2 * p->grid_x)
-    p->prefetch_ahead = 2;
 }
 
 /* An outer plan holds every row it is given: a block of ~512 threads

@@ -17,8 +17,10 @@
  * that every SM gets a block of the same slice shape, and block_y
  * (512 / block_x rows a block) is at least the column values a block
  * broadcasts (one per column reduction and lane), which then fit the
- * column scratch. FZ_OUTER_SLICES=1 in the environment turns slices off
- * (a temporary switch to compare both launches on a GPU).
+ * column scratch. FZ_OUTER_SLICES=1 in the environment turns slices off,
+ * which reaches the whole-row path at any size (tests use it) and gives
+ * the launch to compare with: batch norm forward on NHWC f32
+ * [32, 28, 28, 256] took 35.0 us sliced and 37.5 us whole on the H200.
  */
 #include "sched/persistent_slices.h"
 

@@ -51,19 +51,15 @@ bool fz_plan_prefetched(const fz_plan *p, int a) {
   return along_rows && along_row && full_load;
 }
 
-int fz_plan_prefetch_buffers(const fz_plan *p) {
-  return p->prefetch_ahead >= 2 ? 3 : 2;
-}
-
-/* Only prefetching plans take dynamic shared memory: two or three
- * buffers, each with every prefetched access's groups for every thread. */
+/* Only prefetching plans take dynamic shared memory: two buffers, each
+ * with every prefetched access's groups for every thread. */
 size_t fz_plan_shared_bytes(const fz_plan *p) {
   size_t one = 0;
   for (int a = 0; a < p->num_accesses; a++)
     if (fz_plan_prefetched(p, a))
       one += (size_t)p->persistent * (size_t)p->threads *
              (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
-  return (size_t)fz_plan_prefetch_buffers(p) * one;
+  return 2 * one;
 }
 
 size_t fz_tile_element_bytes(fz_dtype d) {
@@ -443,9 +439,7 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
     fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s reduced=",
                   p->split > 1 ? "grid" : "none", p->persistent, p->phases,
                   p->cooperative ? " coop" : "",
-                  !p->prefetch                ? ""
-                  : p->prefetch_ahead >= 2 ? " prefetch2"
-                                              : " prefetch");
+                  p->prefetch ? " prefetch" : "");
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
     if (fz_plan_is_persistent(p)) {
@@ -509,9 +503,7 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   "persistent=%d phases=%d%s%s",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
                   p->phases, p->cooperative ? " cooperative" : "",
-                  !p->prefetch                ? ""
-                  : p->prefetch_ahead >= 2 ? " prefetch2"
-                                              : " prefetch");
+                  p->prefetch ? " prefetch" : "");
     /* a size class: groups from persistent_full on are masked */
     if (p->persistent_full != p->persistent - 1 && !p->multipass)
       fz_buf_printf(b, " masked-from=%d", p->persistent_full);

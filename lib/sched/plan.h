@@ -266,10 +266,6 @@ typedef struct fz_plan {
    * row's loads; row-constant inputs (mean, rstd) are loaded a row ahead
    * into registers. Dynamic shared memory: fz_plan_shared_bytes. */
   bool prefetch;
-  /* Rows a prefetching plan copies ahead: 0 or 1, the next row (two
-   * buffers); 2, the next two rows (three buffers, twice the bytes in
-   * flight while a row is reduced). */
-  int prefetch_ahead;
   /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
    * order of the nodes that first read them, and their bound values:
    * kernel parameters like the extents (fz_plan_symbol_param gives a
@@ -328,9 +324,6 @@ int fz_plan_symbol_param(const fz_plan *plan, const fz_plan_node *node);
 /* Whether access `a` is one a prefetching plan copies ahead: an input
  * read in the full space that varies along the rows and the columns. */
 bool fz_plan_prefetched(const fz_plan *plan, int a);
-/* The row buffers of a prefetching plan: one per row copied ahead, and
- * the current row's. */
-int fz_plan_prefetch_buffers(const fz_plan *plan);
 /* INNER, INNER_OUTER and OUTER persistent plans (rows held on chip). */
 bool fz_plan_is_persistent(const fz_plan *plan);
 /* INNER_OUTER and OUTER persistent plans: column reductions combined
