@@ -460,6 +460,22 @@ static bool guard_row_length(pers *s) {
   return fz_pers_trap_if(s, LLVMBuildOr(b, few, many, ""), "row.length");
 }
 
+void fz_pers_row_groups(pers *s) {
+  fz_kernel *k = s->k;
+  LLVMBuilderRef b = k->e.b;
+  LLVMValueRef points = fz_kernel_idx(k, 1);
+  for (int i = 0; i < s->nr; i++)
+    points = LLVMBuildNUWMul(b, points, k->ext[s->raxes[i]], "");
+  s->r_groups =
+      s->V == 1 ? points : LLVMBuildUDiv(b, points, fz_kernel_idx(k, s->V), "");
+  fz_set_name(s->r_groups, "r_groups");
+  if (s->nr > 1) {
+    LLVMValueRef x = k->ext[s->raxes[s->nr - 1]];
+    s->r_per_row =
+        s->V == 1 ? x : LLVMBuildUDiv(b, x, fz_kernel_idx(k, s->V), "");
+  }
+}
+
 /* ---- entry --------------------------------------------------------------- */
 
 static bool entry(pers *s) {
@@ -524,17 +540,7 @@ static bool entry(pers *s) {
     return false;
 
   /* the thread's groups: the same R coordinates for every row */
-  LLVMValueRef points = fz_kernel_idx(k, 1);
-  for (int i = 0; i < s->nr; i++)
-    points = LLVMBuildNUWMul(b, points, k->ext[s->raxes[i]], "");
-  s->r_groups =
-      s->V == 1 ? points : LLVMBuildUDiv(b, points, fz_kernel_idx(k, s->V), "");
-  fz_set_name(s->r_groups, "r_groups");
-  if (s->nr > 1) {
-    LLVMValueRef x = k->ext[s->raxes[s->nr - 1]];
-    s->r_per_row =
-        s->V == 1 ? x : LLVMBuildUDiv(b, x, fz_kernel_idx(k, s->V), "");
-  }
+  fz_pers_row_groups(s);
   if (!guard_row_length(s))
     return false;
   LLVMValueRef zero = fz_kernel_idx(k, 0);

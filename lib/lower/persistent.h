@@ -120,6 +120,9 @@ LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name);
 /* The offset bases of every access for one row (what persistent.c's
  * row_start computes for the current row). */
 void fz_pers_row_bases(pers *s, LLVMValueRef row, LLVMValueRef *base);
+/* The vector groups of a row (r_groups) and of its innermost R axis
+ * (r_per_row, for rows over several axes), from the run-time extents. */
+void fz_pers_row_groups(pers *s);
 /* A launch the kernel was not built for (`bad`, i1) traps: a failed
  * launch, never a wrong answer. Blocks bad.<name> and <name>.ok; the
  * builder is left in the latter. */

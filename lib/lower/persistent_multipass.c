@@ -61,17 +61,7 @@ static bool entry(pers *s) {
   s->row_tx = s->tx;
   s->row_threads = p->block_x;
 
-  LLVMValueRef points = fz_kernel_idx(k, 1);
-  for (int i = 0; i < s->nr; i++)
-    points = LLVMBuildNUWMul(b, points, k->ext[s->raxes[i]], "");
-  s->r_groups =
-      s->V == 1 ? points : LLVMBuildUDiv(b, points, fz_kernel_idx(k, s->V), "");
-  fz_set_name(s->r_groups, "r_groups");
-  if (s->nr > 1) {
-    LLVMValueRef x = k->ext[s->raxes[s->nr - 1]];
-    s->r_per_row =
-        s->V == 1 ? x : LLVMBuildUDiv(b, x, fz_kernel_idx(k, s->V), "");
-  }
+  fz_pers_row_groups(s);
   LLVMValueRef zero = fz_kernel_idx(k, 0);
   for (int d = 0; d < p->rank; d++)
     s->row_coord[d] = zero;

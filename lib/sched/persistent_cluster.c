@@ -60,11 +60,7 @@ bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
   return false;
 }
 
-/* The row tensors a thread holds through the rounds, in 32-bit
- * registers a value (an 8-byte dtype counts twice): the loads that vary
- * along the row and from row to row (a weight row, constant across rows,
- * is loaded where it is used, after the reductions). */
-static int held_tensors(const fz_plan *p) {
+int fz_persistent_row_tensors(const fz_plan *p) {
   int held = 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
@@ -84,7 +80,7 @@ static int held_tensors(const fz_plan *p) {
 bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
                                 int64_t groups) {
   fz_cluster_shape sh;
-  int held = held_tensors(p);
+  int held = fz_persistent_row_tensors(p);
   if (pb->device.sm < 90 || p->kind != FZ_PLAN_INNER_PERSISTENT ||
       !fz_cluster_shape_choose(groups, p->vector, held, &sh))
     return false;

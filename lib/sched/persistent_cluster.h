@@ -24,6 +24,12 @@ enum { FZ_CLUSTER_SM_VALUES = 32 * 1024 };
 bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
                              fz_cluster_shape *out);
 
+/* The row tensors a thread holds through the rounds, in 32-bit
+ * registers a value (an 8-byte dtype counts twice): the loads that vary
+ * along the row and from row to row (a weight row, constant across rows,
+ * is loaded where it is used, after the reductions). At least 1. */
+int fz_persistent_row_tensors(const fz_plan *p);
+
 /* For an INNER_PERSISTENT plan (vector set, `groups` groups a row) on a
  * device with clusters (sm_90+): when fz_cluster_shape_choose says so for
  * the row tensors its threads hold, sets the plan's launch (block_x,

@@ -25,6 +25,7 @@
 #include "sched/persistent_multipass.h"
 
 #include "sched/heuristics.h"
+#include "sched/persistent_cluster.h"
 
 enum {
   FZ_MULTIPASS_THREADS = 512,
@@ -55,25 +56,6 @@ bool fz_multipass_shape_choose(int64_t rows, int64_t groups, int vector,
   return true;
 }
 
-/* The row tensors a thread reads per element, as persistent_cluster.c
- * counts them: loads that vary along the row and from row to row. */
-static int row_tensors(const fz_plan *p) {
-  int held = 0;
-  for (int i = 0; i < p->num_nodes; i++) {
-    const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL)
-      continue;
-    bool along = false, across = false;
-    for (int k = 0; k < p->rank; k++) {
-      along |= p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
-      across |= !p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
-    }
-    if (along && across)
-      held += fz_dtype_size(p->accesses[n->access].dtype) > 4 ? 2 : 1;
-  }
-  return held ? held : 1;
-}
-
 bool fz_multipass_plan(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   if (p->kind != FZ_PLAN_INNER_PERSISTENT)
     return fz_dag_decline(d, "a row too long for a block, with column "
@@ -82,7 +64,7 @@ bool fz_multipass_plan(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   int64_t rows = fz_plan_rows(p);
   int64_t groups = fz_plan_row_points(p) / p->vector;
   fz_multipass_shape sh;
-  if (!fz_multipass_shape_choose(rows, groups, p->vector, row_tensors(p),
+  if (!fz_multipass_shape_choose(rows, groups, p->vector, fz_persistent_row_tensors(p),
                                  pb->device.num_sms, &sh))
     return fz_dag_decline(d,
                           "%lld rows too long for a block do not fill %d "
