@@ -236,10 +236,6 @@ static LLVMValueRef scratch_ptr(fz_kernel *k, const fz_block_state *bs,
   return LLVMBuildInBoundsGEP2(e->b, t, col, &index, 1, "");
 }
 
-static LLVMValueRef i32c(fz_emit *e, unsigned v) {
-  return LLVMConstInt(e->t_i32, v, 0);
-}
-
 /* ---- within a warp --------------------------------------------------------
  */
 
@@ -273,12 +269,12 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
 
   /* 2. lane 0 of each warp stores the warp's value at [ty][warp] */
   int wpr = l->warps_per_row;
-  LLVMValueRef lane = LLVMBuildAnd(b, bs->tid, i32c(e, 31), "lane");
-  LLVMValueRef warp = LLVMBuildLShr(b, bs->tx, i32c(e, 5), "warp_in_row");
+  LLVMValueRef lane = LLVMBuildAnd(b, bs->tid, fz_emit_i32(e, 31), "lane");
+  LLVMValueRef warp = LLVMBuildLShr(b, bs->tx, fz_emit_i32(e, 5), "warp_in_row");
   LLVMValueRef slot = LLVMBuildAdd(
-      b, LLVMBuildMul(b, bs->ty, i32c(e, (unsigned)wpr), ""), warp, "");
+      b, LLVMBuildMul(b, bs->ty, fz_emit_i32(e, (unsigned)wpr), ""), warp, "");
   fz_if w;
-  fz_if_begin(e, &w, LLVMBuildICmp(b, LLVMIntEQ, lane, i32c(e, 0), ""),
+  fz_if_begin(e, &w, LLVMBuildICmp(b, LLVMIntEQ, lane, fz_emit_i32(e, 0), ""),
               "warp.publish");
   size_t base = 0;
   for (int r = 0; r < rs->count; r++) {
@@ -292,10 +288,10 @@ bool fz_emit_row_combine(fz_kernel *k, const fz_reduce_set *rs,
   /* 3. every warp reads its row's warp values into its first lanes and
    * runs the butterfly again; the row's first warp holds the result */
   LLVMValueRef has = LLVMBuildICmp(
-      b, LLVMIntULT, lane, l->warps ? l->warps : i32c(e, (unsigned)wpr), "");
+      b, LLVMIntULT, lane, l->warps ? l->warps : fz_emit_i32(e, (unsigned)wpr), "");
   LLVMValueRef from =
-      LLVMBuildAdd(b, LLVMBuildMul(b, bs->ty, i32c(e, (unsigned)wpr), ""),
-                   LLVMBuildSelect(b, has, lane, i32c(e, 0), ""), "");
+      LLVMBuildAdd(b, LLVMBuildMul(b, bs->ty, fz_emit_i32(e, (unsigned)wpr), ""),
+                   LLVMBuildSelect(b, has, lane, fz_emit_i32(e, 0), ""), "");
   base = 0;
   for (int r = 0; r < rs->count; r++) {
     LLVMTypeRef t = state_type(e, rs, r);
@@ -338,10 +334,10 @@ static bool column_pass(fz_kernel *k, const fz_reduce_set *rs,
     char name[32];
     snprintf(name, sizeof name, "tree.%d", s);
     fz_if_begin(e, &live,
-                LLVMBuildICmp(b, LLVMIntULT, bs->ty, i32c(e, (unsigned)s), ""),
+                LLVMBuildICmp(b, LLVMIntULT, bs->ty, fz_emit_i32(e, (unsigned)s), ""),
                 name);
     LLVMValueRef partner =
-        LLVMBuildAdd(b, bs->tid, i32c(e, (unsigned)(s * p->block_x)), "");
+        LLVMBuildAdd(b, bs->tid, fz_emit_i32(e, (unsigned)(s * p->block_x)), "");
     LLVMValueRef next[FZ_LOWER_MAX_COLUMNS];
     for (int j = 0; j < n; j++) {
       int r = (first + j) / l->lanes;
@@ -415,10 +411,6 @@ static LLVMValueRef workspace_ptr(fz_kernel *k, const fz_reduce_set *rs, int r,
   return LLVMBuildInBoundsGEP2(e->b, t, region, &index, 1, "");
 }
 
-static LLVMValueRef to_i64(fz_emit *e, LLVMValueRef v) {
-  return LLVMTypeOf(v) == e->t_i64 ? v : LLVMBuildZExt(e->b, v, e->t_i64, "");
-}
-
 LLVMValueRef fz_emit_grid_combine(fz_kernel *k, const fz_reduce_set *rs,
                                   const fz_reduce_layout *l,
                                   const fz_block_state *bs, LLVMValueRef writer,
@@ -431,15 +423,15 @@ LLVMValueRef fz_emit_grid_combine(fz_kernel *k, const fz_reduce_set *rs,
                ny = fz_emit_sreg(e, "nctaid.y");
   if (!ys || !ny)
     return NULL;
-  LLVMValueRef kept = to_i64(e, k->groups), split = to_i64(e, ny);
+  LLVMValueRef kept = fz_emit_zext_i64(e, k->groups), split = fz_emit_zext_i64(e, ny);
   LLVMValueRef kept_split = LLVMBuildMul(b, kept, split, "kept_split");
-  LLVMValueRef at = to_i64(e, point);
+  LLVMValueRef at = fz_emit_zext_i64(e, point);
 
   /* 1. publish this split's partials, make them visible, count in */
   fz_if pub;
   fz_if_begin(e, &pub, writer, "grid.publish");
   LLVMValueRef mine =
-      LLVMBuildAdd(b, LLVMBuildMul(b, to_i64(e, ys), kept, ""), at, "");
+      LLVMBuildAdd(b, LLVMBuildMul(b, fz_emit_zext_i64(e, ys), kept, ""), at, "");
   for (int r = 0; r < rs->count; r++)
     for (int ln = 0; ln < lanes; ln++) {
       LLVMValueRef idx = LLVMBuildAdd(
@@ -452,25 +444,25 @@ LLVMValueRef fz_emit_grid_combine(fz_kernel *k, const fz_reduce_set *rs,
   fz_emit_barrier(e);
 
   fz_if count;
-  fz_if_begin(e, &count, LLVMBuildICmp(b, LLVMIntEQ, bs->tid, i32c(e, 0), ""),
+  fz_if_begin(e, &count, LLVMBuildICmp(b, LLVMIntEQ, bs->tid, fz_emit_i32(e, 0), ""),
               "grid.count");
   LLVMValueRef counter =
       LLVMBuildInBoundsGEP2(b, e->t_i32, k->counters, &tile, 1, "");
   LLVMValueRef old =
-      LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, counter, i32c(e, 1),
+      LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, counter, fz_emit_i32(e, 1),
                          LLVMAtomicOrderingMonotonic, 0);
   LLVMValueRef is_last = LLVMBuildICmp(
-      b, LLVMIntEQ, old, LLVMBuildSub(b, ny, i32c(e, 1), ""), "is_last");
+      b, LLVMIntEQ, old, LLVMBuildSub(b, ny, fz_emit_i32(e, 1), ""), "is_last");
   LLVMBuildStore(b, LLVMBuildZExt(b, is_last, e->t_i32, ""), bs->last_flag);
   fz_if reset;
   fz_if_begin(e, &reset, is_last, "grid.reset");
-  LLVMBuildStore(b, i32c(e, 0), counter); /* the next launch starts at 0 */
+  LLVMBuildStore(b, fz_emit_i32(e, 0), counter); /* the next launch starts at 0 */
   fz_emit_fence_gpu(e); /* what the other splits published, before we read */
   fz_if_end(e, &reset);
   fz_if_end(e, &count);
   fz_emit_barrier(e);
   LLVMValueRef flag = LLVMBuildLoad2(b, e->t_i32, bs->last_flag, "");
-  LLVMValueRef last = LLVMBuildICmp(b, LLVMIntNE, flag, i32c(e, 0), "last");
+  LLVMValueRef last = LLVMBuildICmp(b, LLVMIntNE, flag, fz_emit_i32(e, 0), "last");
 
   /* 2. the last block combines every split's partial. Its threads share
    * the splits (tx for inner, ty for outer: the threads of one kept point),

@@ -169,6 +169,17 @@ bool fz_kernel_declare(fz_kernel *k);
 void fz_kernel_read_params(fz_kernel *k);
 /* A constant of the index type. */
 LLVMValueRef fz_kernel_idx(fz_kernel *k, int64_t v);
+/* i32 and i64 constants (the low 32 bits of v for i32), and an i32 or i64
+ * value zero-extended to i64. */
+static inline LLVMValueRef fz_emit_i32(fz_emit *e, unsigned long long v) {
+  return LLVMConstInt(e->t_i32, v, 0);
+}
+static inline LLVMValueRef fz_emit_i64(fz_emit *e, int64_t v) {
+  return LLVMConstInt(e->t_i64, (unsigned long long)v, 1);
+}
+static inline LLVMValueRef fz_emit_zext_i64(fz_emit *e, LLVMValueRef v) {
+  return LLVMTypeOf(v) == e->t_i64 ? v : LLVMBuildZExt(e->b, v, e->t_i64, "");
+}
 /* A special register ("tid.x", "ctaid.y", ...) in the index type. */
 LLVMValueRef fz_kernel_sreg(fz_kernel *k, const char *name);
 /* Row-major decomposition of `index` over axes[0..n) (outermost first)

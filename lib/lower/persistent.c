@@ -79,10 +79,6 @@ fz_status fz_check_persistent(const fz_plan *p, fz_error *err) {
 
 /* ---- small pieces -------------------------------------------------------- */
 
-static LLVMValueRef i32c(fz_emit *e, unsigned v) {
-  return LLVMConstInt(e->t_i32, v, 0);
-}
-
 /* shfl.sync.idx from lane 0 of the warp: what lane 0 holds, everywhere. */
 static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask);
 
@@ -96,7 +92,7 @@ static LLVMValueRef shfl_lane0(fz_emit *e, LLVMValueRef v, unsigned mask) {
   if (LLVMGetTypeKind(t) == LLVMStructTypeKind) /* a Welford state */
     return fz_emit_map_fields(e, v, lane0_field, &mask);
   if (t == e->t_f32 || t == e->t_i32) {
-    LLVMValueRef args[4] = {i32c(e, mask), v, i32c(e, 0), i32c(e, 0x1f)};
+    LLVMValueRef args[4] = {fz_emit_i32(e, mask), v, fz_emit_i32(e, 0), fz_emit_i32(e, 0x1f)};
     return fz_emit_intrinsic(e,
                              t == e->t_f32 ? "llvm.nvvm.shfl.sync.idx.f32"
                                            : "llvm.nvvm.shfl.sync.idx.i32",
@@ -519,16 +515,16 @@ static bool entry(pers *s) {
     if (!ntid)
       return false;
     s->bs.tx = s->bs.tid;
-    s->bs.ty = i32c(e, 0);
+    s->bs.ty = fz_emit_i32(e, 0);
     s->bx = LLVMBuildZExt(b, ntid, e->t_idx, "bx");
-    s->warps = LLVMBuildLShr(b, ntid, i32c(e, 5), "warps");
+    s->warps = LLVMBuildLShr(b, ntid, fz_emit_i32(e, 5), "warps");
   } else {
     int shift = 0;
     while ((1 << shift) < p->block_x)
       shift++;
     s->bs.tx =
-        LLVMBuildAnd(b, s->bs.tid, i32c(e, (unsigned)p->block_x - 1), "tx");
-    s->bs.ty = LLVMBuildLShr(b, s->bs.tid, i32c(e, (unsigned)shift), "ty");
+        LLVMBuildAnd(b, s->bs.tid, fz_emit_i32(e, (unsigned)p->block_x - 1), "tx");
+    s->bs.ty = LLVMBuildLShr(b, s->bs.tid, fz_emit_i32(e, (unsigned)shift), "ty");
   }
   s->tx = LLVMBuildZExt(b, s->bs.tx, e->t_idx, "");
   s->ty = LLVMBuildZExt(b, s->bs.ty, e->t_idx, "");
@@ -705,7 +701,7 @@ static bool row_combine(pers *s, int round, const fz_reduce_set *rs,
   lay.warps = s->warps;
   fz_block_state bs = s->bs;
   if (lay.warps_per_row > 1 && (round & 1)) {
-    LLVMValueRef off = i32c(e, (unsigned)row_half_bytes(s));
+    LLVMValueRef off = fz_emit_i32(e, (unsigned)row_half_bytes(s));
     bs.scratch = LLVMBuildInBoundsGEP2(e->b, e->t_i8, s->bs.scratch, &off, 1,
                                        "scratch.odd");
   }
@@ -808,11 +804,11 @@ static bool row_stores(pers *s, int round, LLVMValueRef live) {
     snprintf(name, sizeof name, "row.store.p%d", round);
     /* one thread of the row: of the cluster's first block */
     LLVMValueRef first =
-        LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, i32c(e, 0), "");
+        LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, fz_emit_i32(e, 0), "");
     if (p->cluster)
       first = LLVMBuildAnd(
           e->b, first,
-          LLVMBuildICmp(e->b, LLVMIntEQ, s->cl_rank, i32c(e, 0), ""), "");
+          LLVMBuildICmp(e->b, LLVMIntEQ, s->cl_rank, fz_emit_i32(e, 0), ""), "");
     fz_if_begin(e, &lead, first, name);
     for (int i = 0; i < p->num_nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];

@@ -29,10 +29,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static LLVMValueRef i32c(fz_emit *e, unsigned v) {
-  return LLVMConstInt(e->t_i32, v, 0);
-}
-
 /* The row REDUCE nodes of the plan: at least as many as a round has. */
 static int row_reduces(const fz_plan *p) {
   int n = 0;
@@ -62,9 +58,9 @@ static int slot_words(const fz_plan *p) {
 static LLVMValueRef slot_index(fz_emit *e, int words, LLVMValueRef first,
                                int r) {
   LLVMValueRef at =
-      LLVMBuildAdd(e->b, first, i32c(e, (unsigned)r), "");
+      LLVMBuildAdd(e->b, first, fz_emit_i32(e, (unsigned)r), "");
   if (words > 1)
-    at = LLVMBuildMul(e->b, at, i32c(e, (unsigned)words), "");
+    at = LLVMBuildMul(e->b, at, fz_emit_i32(e, (unsigned)words), "");
   return at;
 }
 
@@ -95,7 +91,7 @@ bool fz_pers_cluster_entry(pers *s) {
     return false;
   fz_set_name(s->cl_rank, "cluster.rank");
   LLVMValueRef bad =
-      LLVMBuildICmp(b, LLVMIntNE, size, i32c(e, (unsigned)p->cluster), "");
+      LLVMBuildICmp(b, LLVMIntNE, size, fz_emit_i32(e, (unsigned)p->cluster), "");
   if (!fz_pers_trap_if(s, bad, "cluster"))
     return false;
   LLVMValueRef first = LLVMBuildNUWMul(
@@ -113,10 +109,10 @@ bool fz_pers_cluster_entry(pers *s) {
   LLVMSetInitializer(s->cl_slots, LLVMGetUndef(t));
   LLVMSetAlignment(s->cl_slots, 8);
   s->cl_parity = fz_pers_entry_alloca(s, e->t_i32, "cluster.half");
-  LLVMBuildStore(b, i32c(e, 0), s->cl_parity);
+  LLVMBuildStore(b, fz_emit_i32(e, 0), s->cl_parity);
   /* the slots of block (lane mod c), where this thread reads */
   LLVMValueRef from =
-      LLVMBuildAnd(b, s->bs.tid, i32c(e, (unsigned)p->cluster - 1), "");
+      LLVMBuildAnd(b, s->bs.tid, fz_emit_i32(e, (unsigned)p->cluster - 1), "");
   LLVMValueRef args[2] = {
       LLVMBuildAddrSpaceCast(b, s->cl_slots,
                              LLVMPointerTypeInContext(e->ctx, 0), ""),
@@ -144,9 +140,9 @@ bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,
            false;
   /* this round's half */
   LLVMValueRef half = LLVMBuildLoad2(b, e->t_i32, s->cl_parity, "");
-  LLVMBuildStore(b, LLVMBuildXor(b, half, i32c(e, 1), ""), s->cl_parity);
+  LLVMBuildStore(b, LLVMBuildXor(b, half, fz_emit_i32(e, 1), ""), s->cl_parity);
   LLVMValueRef first =
-      LLVMBuildMul(b, half, i32c(e, (unsigned)slots), "cluster.first");
+      LLVMBuildMul(b, half, fz_emit_i32(e, (unsigned)slots), "cluster.first");
   int words = slot_words(p);
   LLVMValueRef own[FZ_LOWER_MAX_COLUMNS];
   for (int r = 0; r < rs->count; r++) {
@@ -155,7 +151,7 @@ bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,
   }
 
   fz_if lead;
-  fz_if_begin(e, &lead, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tx, i32c(e, 0), ""),
+  fz_if_begin(e, &lead, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tx, fz_emit_i32(e, 0), ""),
               "cluster.publish");
   for (int r = 0; r < rs->count; r++)
     LLVMBuildStore(b, vals[r], own[r]);

@@ -39,18 +39,6 @@
 /* Shared memory for the ty tree, as combine.c's outer layout budgets it. */
 enum { COLUMN_SCRATCH_BUDGET = 16 * 1024 };
 
-static LLVMValueRef i32c(fz_emit *e, unsigned v) {
-  return LLVMConstInt(e->t_i32, v, 0);
-}
-
-static LLVMValueRef i64c(fz_emit *e, int64_t v) {
-  return LLVMConstInt(e->t_i64, (unsigned long long)v, 1);
-}
-
-static LLVMValueRef to_i64(fz_emit *e, LLVMValueRef v) {
-  return LLVMTypeOf(v) == e->t_i64 ? v : LLVMBuildZExt(e->b, v, e->t_i64, "");
-}
-
 static fz_dtype col_acc(const pers *s, int j) {
   return fz_reduce_acc_dtype(s->p->nodes[s->colnode[j]].dtype);
 }
@@ -147,8 +135,8 @@ static void workspace_regions(pers *s, wspace *w) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
-  w->blocks = to_i64(e, fz_emit_sreg(e, "nctaid.x"));
-  w->points = LLVMBuildMul(b, to_i64(e, s->r_groups), i64c(e, s->V), "R");
+  w->blocks = fz_emit_zext_i64(e, fz_emit_sreg(e, "nctaid.x"));
+  w->points = LLVMBuildMul(b, fz_emit_zext_i64(e, s->r_groups), fz_emit_i64(e, s->V), "R");
   LLVMValueRef stride = LLVMBuildMul(b, w->blocks, w->points, "");
   size_t before = 0;
   for (size_t size = 8; size >= 1; size /= 2)
@@ -156,7 +144,7 @@ static void workspace_regions(pers *s, wspace *w) {
       if (fz_dtype_size(col_acc(s, j)) != size)
         continue;
       LLVMValueRef bytes =
-          LLVMBuildMul(b, stride, i64c(e, (int64_t)before), "");
+          LLVMBuildMul(b, stride, fz_emit_i64(e, (int64_t)before), "");
       w->region[j] =
           LLVMBuildInBoundsGEP2(b, e->t_i8, k->workspace, &bytes, 1, "");
       fz_set_name(w->region[j], "ws.n%d", s->colnode[j]);
@@ -168,16 +156,16 @@ static void workspace_regions(pers *s, wspace *w) {
    * misaligned 16-byte result vectors there) */
   LLVMValueRef partials = LLVMBuildAnd(
       b,
-      LLVMBuildAdd(b, LLVMBuildMul(b, stride, i64c(e, (int64_t)before), ""),
-                   i64c(e, 15), ""),
-      i64c(e, ~(int64_t)15), "ws.results");
+      LLVMBuildAdd(b, LLVMBuildMul(b, stride, fz_emit_i64(e, (int64_t)before), ""),
+                   fz_emit_i64(e, 15), ""),
+      fz_emit_i64(e, ~(int64_t)15), "ws.results");
   size_t after = 0;
   for (size_t size = 8; size >= 1 && s->held; size /= 2)
     for (int j = 0; j < s->ncol; j++) {
       if (fz_dtype_size(col_acc(s, j)) != size)
         continue;
       LLVMValueRef bytes = LLVMBuildAdd(
-          b, partials, LLVMBuildMul(b, w->points, i64c(e, (int64_t)after), ""),
+          b, partials, LLVMBuildMul(b, w->points, fz_emit_i64(e, (int64_t)after), ""),
           "");
       w->result[j] =
           LLVMBuildInBoundsGEP2(b, e->t_i8, k->workspace, &bytes, 1, "");
@@ -212,13 +200,13 @@ static void store_lanes(fz_emit *e, LLVMTypeRef t, size_t size, LLVMValueRef at,
                         const LLVMValueRef *v, int n) {
   int c = chunk_of(n, size);
   for (int l0 = 0; l0 < n; l0 += c) {
-    LLVMValueRef off = i64c(e, l0);
+    LLVMValueRef off = fz_emit_i64(e, l0);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
     LLVMValueRef x = v[l0];
     if (c > 1) {
       x = LLVMGetPoison(LLVMVectorType(t, (unsigned)c));
       for (int i = 0; i < c; i++)
-        x = LLVMBuildInsertElement(e->b, x, v[l0 + i], i32c(e, (unsigned)i),
+        x = LLVMBuildInsertElement(e->b, x, v[l0 + i], fz_emit_i32(e, (unsigned)i),
                                    "");
     }
     LLVMSetAlignment(LLVMBuildStore(e->b, x, p), (unsigned)(c * (int)size));
@@ -229,14 +217,14 @@ static void load_lanes(fz_emit *e, LLVMTypeRef t, size_t size, LLVMValueRef at,
                        LLVMValueRef *v, int n) {
   int c = chunk_of(n, size);
   for (int l0 = 0; l0 < n; l0 += c) {
-    LLVMValueRef off = i64c(e, l0);
+    LLVMValueRef off = fz_emit_i64(e, l0);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
     LLVMTypeRef vt = c > 1 ? LLVMVectorType(t, (unsigned)c) : t;
     LLVMValueRef x = LLVMBuildLoad2(e->b, vt, p, "");
     LLVMSetAlignment(x, (unsigned)(c * (int)size));
     for (int i = 0; i < c; i++)
       v[l0 + i] =
-          c > 1 ? LLVMBuildExtractElement(e->b, x, i32c(e, (unsigned)i), "")
+          c > 1 ? LLVMBuildExtractElement(e->b, x, fz_emit_i32(e, (unsigned)i), "")
                 : x;
   }
 }
@@ -246,10 +234,10 @@ static bool publish(pers *s, const wspace *w, LLVMValueRef *vals) {
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   int lanes = s->G * s->V;
-  LLVMValueRef me = to_i64(e, fz_emit_sreg(e, "ctaid.x"));
+  LLVMValueRef me = fz_emit_zext_i64(e, fz_emit_sreg(e, "ctaid.x"));
   LLVMValueRef row = LLVMBuildMul(b, me, w->points, "ws.row");
   fz_if writer;
-  fz_if_begin(e, &writer, LLVMBuildICmp(b, LLVMIntEQ, s->bs.ty, i32c(e, 0), ""),
+  fz_if_begin(e, &writer, LLVMBuildICmp(b, LLVMIntEQ, s->bs.ty, fz_emit_i32(e, 0), ""),
               "ws.publish");
   for (int g = 0; g < s->G; g++) {
     fz_if in_row;
@@ -257,7 +245,7 @@ static bool publish(pers *s, const wspace *w, LLVMValueRef *vals) {
     snprintf(name, sizeof name, "ws.g%d", g);
     fz_if_begin(e, &in_row, s->gactive[g], name);
     LLVMValueRef at = LLVMBuildAdd(
-        b, row, LLVMBuildMul(b, to_i64(e, s->g[g]), i64c(e, s->V), ""), "");
+        b, row, LLVMBuildMul(b, fz_emit_zext_i64(e, s->g[g]), fz_emit_i64(e, s->V), ""), "");
     for (int j = 0; j < s->ncol; j++)
       if (in_round(s, j))
         store_lanes(e, fz_emit_reg_type(e, col_acc(s, j)),
@@ -277,9 +265,9 @@ static void grid_barrier(pers *s) {
   LLVMBuilderRef b = e->b;
   fz_emit_barrier(e);
   fz_if lead;
-  fz_if_begin(e, &lead, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tid, i32c(e, 0), ""),
+  fz_if_begin(e, &lead, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tid, fz_emit_i32(e, 0), ""),
               "grid.arrive");
-  LLVMValueRef one = i64c(e, 1);
+  LLVMValueRef one = fz_emit_i64(e, 1);
   LLVMValueRef arrived = k->counters;
   LLVMValueRef generation =
       LLVMBuildInBoundsGEP2(b, e->t_i32, k->counters, &one, 1, "generation");
@@ -288,11 +276,11 @@ static void grid_barrier(pers *s) {
   LLVMSetVolatile(gen, 1);
   fz_emit_fence_gpu(e);
   LLVMValueRef old =
-      LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, arrived, i32c(e, 1),
+      LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, arrived, fz_emit_i32(e, 1),
                          LLVMAtomicOrderingMonotonic, 0);
   LLVMValueRef blocks = fz_emit_sreg(e, "nctaid.x");
   LLVMValueRef last = LLVMBuildICmp(
-      b, LLVMIntEQ, old, LLVMBuildSub(b, blocks, i32c(e, 1), ""), "last");
+      b, LLVMIntEQ, old, LLVMBuildSub(b, blocks, fz_emit_i32(e, 1), ""), "last");
   LLVMBasicBlockRef release =
       LLVMAppendBasicBlockInContext(e->ctx, e->fn, "grid.release");
   LLVMBasicBlockRef spin =
@@ -302,10 +290,10 @@ static void grid_barrier(pers *s) {
   LLVMBuildCondBr(b, last, release, spin);
 
   LLVMPositionBuilderAtEnd(b, release);
-  LLVMValueRef reset = LLVMBuildStore(b, i32c(e, 0), arrived);
+  LLVMValueRef reset = LLVMBuildStore(b, fz_emit_i32(e, 0), arrived);
   LLVMSetVolatile(reset, 1);
   fz_emit_fence_gpu(e);
-  LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, generation, i32c(e, 1),
+  LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, generation, fz_emit_i32(e, 1),
                      LLVMAtomicOrderingMonotonic, 0);
   LLVMBuildBr(b, passed);
 
@@ -439,7 +427,7 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
   fz_loop lp;
   LLVMValueRef blk = fz_emit_loop_begin(e, &lp, from, NULL, to, "col.blocks");
   for (int u = 0; u < SUM_UNROLL; u++) {
-    LLVMValueRef bu = LLVMBuildAdd(b, blk, i64c(e, (int64_t)u * step), "");
+    LLVMValueRef bu = LLVMBuildAdd(b, blk, fz_emit_i64(e, (int64_t)u * step), "");
     in[u] = u == 0 ? NULL : LLVMBuildICmp(b, LLVMIntULT, bu, to, "col.in");
     if (in[u])
       bu = LLVMBuildSelect(b, in[u], bu, from, "");
@@ -471,7 +459,7 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
       }
     }
   free(got);
-  fz_emit_loop_end(e, &lp, i64c(e, (int64_t)SUM_UNROLL * step));
+  fz_emit_loop_end(e, &lp, fz_emit_i64(e, (int64_t)SUM_UNROLL * step));
   return !e->failed;
 }
 
@@ -535,15 +523,15 @@ static bool final_pass(pers *s, const wspace *w) {
       acc[j * s->V + l] = fz_pers_entry_alloca(
           s, fz_emit_reg_type(e, col_acc(s, j)), "col.sum");
 
-  LLVMValueRef tid = to_i64(e, s->bs.tid);
+  LLVMValueRef tid = fz_emit_zext_i64(e, s->bs.tid);
   LLVMValueRef slice =
-      LLVMBuildAnd(b, tid, i64c(e, slices - 1), "col.slice");
-  LLVMValueRef local = LLVMBuildLShr(b, tid, i64c(e, shift), "col.local");
-  LLVMValueRef per_block = i64c(e, p->threads / slices);
+      LLVMBuildAnd(b, tid, fz_emit_i64(e, slices - 1), "col.slice");
+  LLVMValueRef local = LLVMBuildLShr(b, tid, fz_emit_i64(e, shift), "col.local");
+  LLVMValueRef per_block = fz_emit_i64(e, p->threads / slices);
   LLVMValueRef start = LLVMBuildMul(
-      b, to_i64(e, fz_emit_sreg(e, "ctaid.x")), per_block, "col.first");
+      b, fz_emit_zext_i64(e, fz_emit_sreg(e, "ctaid.x")), per_block, "col.first");
   LLVMValueRef stride = LLVMBuildMul(b, w->blocks, per_block, "col.stride");
-  LLVMValueRef groups = to_i64(e, s->r_groups);
+  LLVMValueRef groups = fz_emit_zext_i64(e, s->r_groups);
   fz_loop cl;
   LLVMValueRef base =
       ok ? fz_emit_loop_begin(e, &cl, start, NULL, groups, "col") : NULL;
@@ -551,14 +539,14 @@ static bool final_pass(pers *s, const wspace *w) {
   if (ok) {
     gc = LLVMBuildAdd(b, base, local, "col.group");
     valid = LLVMBuildICmp(b, LLVMIntULT, gc, groups, "col.valid");
-    gc = LLVMBuildSelect(b, valid, gc, i64c(e, 0), "");
+    gc = LLVMBuildSelect(b, valid, gc, fz_emit_i64(e, 0), "");
     for (int j = 0; j < s->ncol; j++) {
       const fz_plan_node *n = &p->nodes[s->colnode[j]];
       LLVMValueRef id = fz_reduce_identity(e, n->code, col_acc(s, j));
       for (int l = 0; l < s->V; l++)
         LLVMBuildStore(b, id, acc[j * s->V + l]);
     }
-    col = LLVMBuildMul(b, gc, i64c(e, s->V), "col.point");
+    col = LLVMBuildMul(b, gc, fz_emit_i64(e, s->V), "col.point");
     ok = sum_blocks(s, w, acc, col, slice, w->blocks, slices) &&
          combine_slices(s, acc, slices, mask);
   }
@@ -566,7 +554,7 @@ static bool final_pass(pers *s, const wspace *w) {
   if (ok) {
     fz_if_begin(e, &writer,
                 LLVMBuildAnd(b, valid,
-                             LLVMBuildICmp(b, LLVMIntEQ, slice, i64c(e, 0), ""),
+                             LLVMBuildICmp(b, LLVMIntEQ, slice, fz_emit_i64(e, 0), ""),
                              ""),
                 "col.store");
     fz_pers_col_coords(s, &c, gc);
@@ -643,7 +631,7 @@ bool fz_pers_column_results(pers *s, int round, int j, LLVMValueRef *res) {
   LLVMTypeRef t = fz_emit_reg_type(e, acc);
   fz_dtype to = s->p->nodes[s->colnode[j]].dtype;
   for (int g = 0; g < s->G; g++) {
-    LLVMValueRef at = LLVMBuildMul(e->b, to_i64(e, s->g[g]), i64c(e, s->V), "");
+    LLVMValueRef at = LLVMBuildMul(e->b, fz_emit_zext_i64(e, s->g[g]), fz_emit_i64(e, s->V), "");
     load_lanes(e, t, fz_dtype_size(acc), result_ptr(s, &w, j, at),
                res + g * s->V, s->V);
     for (int l = 0; l < s->V; l++)

@@ -33,10 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static LLVMValueRef i32c(fz_emit *e, unsigned v) {
-  return LLVMConstInt(e->t_i32, v, 0);
-}
-
 static LLVMValueRef *group_offsets(pers *s, int g) {
   return s->roff + (size_t)(s->G + g) * (size_t)s->p->num_accesses;
 }
@@ -55,7 +51,7 @@ static bool entry(pers *s) {
   if (!s->bs.tid)
     return false;
   s->bs.tx = s->bs.tid;
-  s->bs.ty = i32c(e, 0);
+  s->bs.ty = fz_emit_i32(e, 0);
   s->tx = LLVMBuildZExt(b, s->bs.tx, e->t_idx, "tx");
   s->ty = fz_kernel_idx(k, 0);
   s->row_tx = s->tx;
@@ -111,7 +107,7 @@ static bool row_values(pers *s, int round) {
   char name[32];
   snprintf(name, sizeof name, "row.store.p%d", round);
   fz_if_begin(e, &lead,
-              LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, i32c(e, 0), ""), name);
+              LLVMBuildICmp(e->b, LLVMIntEQ, s->bs.tx, fz_emit_i32(e, 0), ""), name);
   for (int i = 0; i < p->num_nodes; i++)
     if (stored_in(p, &p->nodes[i], round, FZ_SPACE_ROW) &&
         !fz_kernel_store_node(k, i, s->rowt, s->base[p->nodes[i].access], 1))

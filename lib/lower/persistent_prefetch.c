@@ -27,10 +27,6 @@
 
 enum { MAX_ACCESSES = 256 }; /* the launcher's limit too */
 
-static LLVMValueRef i32c(fz_emit *e, unsigned long long v) {
-  return LLVMConstInt(e->t_i32, v, 0);
-}
-
 static size_t slot_bytes(const pers *s, int a) {
   return (size_t)s->V * fz_dtype_size(s->p->accesses[a].dtype);
 }
@@ -52,9 +48,9 @@ static LLVMValueRef slot(pers *s, int a, int g, LLVMValueRef buf) {
   size_t half = access_base(s, s->p->num_accesses);
   size_t fixed = access_base(s, a) + (size_t)g * (size_t)s->p->threads * sb;
   LLVMValueRef off = LLVMBuildAdd(
-      b, LLVMBuildMul(b, buf, i32c(e, half), ""),
-      LLVMBuildAdd(b, i32c(e, fixed),
-                   LLVMBuildMul(b, s->bs.tid, i32c(e, sb), ""), ""),
+      b, LLVMBuildMul(b, buf, fz_emit_i32(e, half), ""),
+      LLVMBuildAdd(b, fz_emit_i32(e, fixed),
+                   LLVMBuildMul(b, s->bs.tid, fz_emit_i32(e, sb), ""), ""),
       "");
   return LLVMBuildInBoundsGEP2(b, e->t_i8, s->pf_smem, &off, 1, "pf.slot");
 }
@@ -83,7 +79,7 @@ static bool copy_row(pers *s, const LLVMValueRef *base, LLVMValueRef buf) {
                                                k->access[a].ptr, &off, 1, "");
       LLVMValueRef dst = slot(s, a, g, buf);
       for (size_t at = 0; at < sb; at += (size_t)piece) {
-        LLVMValueRef step = i32c(e, at);
+        LLVMValueRef step = fz_emit_i32(e, at);
         LLVMValueRef args[2] = {
             at ? LLVMBuildInBoundsGEP2(b, e->t_i8, dst, &step, 1, "") : dst,
             at ? LLVMBuildInBoundsGEP2(b, e->t_i8, src, &step, 1, "") : src};
@@ -130,7 +126,7 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any) {
   LLVMSetLinkage(s->pf_smem, LLVMExternalLinkage);
   LLVMSetAlignment(s->pf_smem, 16);
   s->pf_parity = fz_pers_entry_alloca(s, e->t_i32, "pf.parity");
-  LLVMBuildStore(b, i32c(e, 0), s->pf_parity);
+  LLVMBuildStore(b, fz_emit_i32(e, 0), s->pf_parity);
   for (int i = 0; i < p->num_nodes; i++)
     if (is_row_load(s, i))
       s->pf_rowval[i] = fz_pers_entry_alloca(
@@ -141,7 +137,7 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any) {
   fz_pers_row_bases(s, first, base);
   fz_if has;
   fz_if_begin(e, &has, any, "pf.first");
-  if (!copy_row(s, base, i32c(e, 0)))
+  if (!copy_row(s, base, fz_emit_i32(e, 0)))
     return false;
   fz_if_end(e, &has);
   fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
@@ -170,13 +166,13 @@ bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more) {
   LLVMValueRef parity = LLVMBuildLoad2(b, e->t_i32, s->pf_parity, "pf.buf");
   fz_if more_rows;
   fz_if_begin(e, &more_rows, more, "pf.next");
-  if (!copy_row(s, base, LLVMBuildXor(b, parity, i32c(e, 1), "")))
+  if (!copy_row(s, base, LLVMBuildXor(b, parity, fz_emit_i32(e, 1), "")))
     return false;
   fz_if_end(e, &more_rows);
   /* an empty group when there is no next row keeps "all but the newest"
    * meaning "the current row's" */
   fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-  LLVMValueRef one = i32c(e, 1);
+  LLVMValueRef one = fz_emit_i32(e, 1);
   fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
   return load_row_values(s, base);
 }
@@ -202,6 +198,6 @@ bool fz_pers_prefetch_load(pers *s, int i, int g) {
 void fz_pers_prefetch_end(pers *s) {
   fz_emit *e = &s->k->e;
   LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "");
-  LLVMBuildStore(e->b, LLVMBuildXor(e->b, parity, i32c(e, 1), ""),
+  LLVMBuildStore(e->b, LLVMBuildXor(e->b, parity, fz_emit_i32(e, 1), ""),
                  s->pf_parity);
 }

@@ -39,18 +39,6 @@
 
 #include <stdlib.h>
 
-static LLVMValueRef i32c(fz_emit *e, unsigned v) {
-  return LLVMConstInt(e->t_i32, v, 0);
-}
-
-static LLVMValueRef i64c(fz_emit *e, int64_t v) {
-  return LLVMConstInt(e->t_i64, (unsigned long long)v, 1);
-}
-
-static LLVMValueRef to_i64(fz_emit *e, LLVMValueRef v) {
-  return LLVMTypeOf(v) == e->t_i64 ? v : LLVMBuildZExt(e->b, v, e->t_i64, "");
-}
-
 static fz_dtype acc_of(const pers *s, int j) {
   return fz_reduce_acc_dtype(s->p->nodes[s->colnode[j]].dtype);
 }
@@ -70,7 +58,7 @@ bool fz_pers_slices_entry(pers *s) {
   if (!nctaid || !ctaid)
     return false;
   LLVMValueRef bad = LLVMBuildICmp(
-      b, LLVMIntNE, LLVMBuildURem(b, nctaid, i32c(e, S), ""), i32c(e, 0), "");
+      b, LLVMIntNE, LLVMBuildURem(b, nctaid, fz_emit_i32(e, S), ""), fz_emit_i32(e, 0), "");
   if (!fz_pers_trap_if(s, bad, "slices"))
     return false;
   s->slice = LLVMBuildURem(b, ctaid, fz_kernel_idx(k, S), "slice");
@@ -89,19 +77,19 @@ static void slice_barrier(pers *s) {
   unsigned S = (unsigned)s->p->column_slices;
   fz_emit_barrier(e);
   fz_if lead;
-  fz_if_begin(e, &lead, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tid, i32c(e, 0), ""),
+  fz_if_begin(e, &lead, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tid, fz_emit_i32(e, 0), ""),
               "slice.arrive");
-  LLVMValueRef at = to_i64(e, s->slice);
+  LLVMValueRef at = fz_emit_zext_i64(e, s->slice);
   LLVMValueRef counter =
       LLVMBuildInBoundsGEP2(b, e->t_i32, k->counters, &at, 1, "slice.counter");
   LLVMValueRef blocks =
-      LLVMBuildUDiv(b, fz_emit_sreg(e, "nctaid.x"), i32c(e, S), "");
+      LLVMBuildUDiv(b, fz_emit_sreg(e, "nctaid.x"), fz_emit_i32(e, S), "");
   LLVMValueRef first = LLVMBuildICmp(
-      b, LLVMIntULT, fz_emit_sreg(e, "ctaid.x"), i32c(e, S), "slice.first");
+      b, LLVMIntULT, fz_emit_sreg(e, "ctaid.x"), fz_emit_i32(e, S), "slice.first");
   LLVMValueRef lead_add = LLVMBuildSub(
-      b, i32c(e, 0x80000000u),
-      LLVMBuildSub(b, blocks, i32c(e, 1), ""), "");
-  LLVMValueRef add = LLVMBuildSelect(b, first, lead_add, i32c(e, 1), "");
+      b, fz_emit_i32(e, 0x80000000u),
+      LLVMBuildSub(b, blocks, fz_emit_i32(e, 1), ""), "");
+  LLVMValueRef add = LLVMBuildSelect(b, first, lead_add, fz_emit_i32(e, 1), "");
   fz_emit_fence_gpu(e); /* the block's partials, before it counts */
   LLVMValueRef old = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAdd, counter, add,
                                         LLVMAtomicOrderingMonotonic, 0);
@@ -115,8 +103,8 @@ static void slice_barrier(pers *s) {
   LLVMSetVolatile(now, 1);
   LLVMValueRef flipped = LLVMBuildICmp(
       b, LLVMIntNE,
-      LLVMBuildAnd(b, LLVMBuildXor(b, now, old, ""), i32c(e, 0x80000000u), ""),
-      i32c(e, 0), "slice.flipped");
+      LLVMBuildAnd(b, LLVMBuildXor(b, now, old, ""), fz_emit_i32(e, 0x80000000u), ""),
+      fz_emit_i32(e, 0), "slice.flipped");
   LLVMBuildCondBr(b, flipped, passed, spin);
   LLVMPositionBuilderAtEnd(b, passed);
   fz_emit_fence_gpu(e); /* the slice's partials, before reading them */
@@ -145,9 +133,9 @@ static bool slice_sums(pers *s, int round, LLVMValueRef *vals) {
           acc[j * s->V + l]);
     }
   LLVMValueRef from = LLVMBuildAdd(
-      b, LLVMBuildMul(b, to_i64(e, s->ty), i64c(e, S), ""),
-      to_i64(e, s->slice), "slice.from");
-  LLVMValueRef col = LLVMBuildMul(b, to_i64(e, s->g[0]), i64c(e, s->V), "");
+      b, LLVMBuildMul(b, fz_emit_zext_i64(e, s->ty), fz_emit_i64(e, S), ""),
+      fz_emit_zext_i64(e, s->slice), "slice.from");
+  LLVMValueRef col = LLVMBuildMul(b, fz_emit_zext_i64(e, s->g[0]), fz_emit_i64(e, s->V), "");
   s->col_round = round;
   if (!fz_pers_sum_partials(s, acc, col, from, p->block_y * S))
     return false;
@@ -188,9 +176,9 @@ static bool broadcast(pers *s, int round, LLVMValueRef *vals) {
       continue;
     for (int l = 0; l < s->V; l++) {
       LLVMValueRef index = LLVMBuildAdd(
-          b, i32c(e, (unsigned)((jj * s->V + l) * p->block_x)), s->bs.tx, "");
+          b, fz_emit_i32(e, (unsigned)((jj * s->V + l) * p->block_x)), s->bs.tx, "");
       LLVMValueRef bytes =
-          LLVMBuildMul(b, index, i32c(e, (unsigned)width), "");
+          LLVMBuildMul(b, index, fz_emit_i32(e, (unsigned)width), "");
       slot[j * s->V + l] =
           LLVMBuildInBoundsGEP2(b, e->t_i8, s->bs.scratch, &bytes, 1, "");
     }
@@ -199,7 +187,7 @@ static bool broadcast(pers *s, int round, LLVMValueRef *vals) {
   fz_emit_barrier(e); /* the tree's last reads of the scratch */
   fz_if writer;
   fz_if_begin(e, &writer,
-              LLVMBuildICmp(b, LLVMIntEQ, s->bs.ty, i32c(e, 0), ""),
+              LLVMBuildICmp(b, LLVMIntEQ, s->bs.ty, fz_emit_i32(e, 0), ""),
               "slice.share");
   for (int j = 0; j < s->ncol; j++)
     for (int l = 0; l < s->V && in_round(s, j, round); l++)
@@ -239,10 +227,10 @@ static bool column_outputs(pers *s, int round) {
   if (ok) {
     LLVMValueRef first = LLVMBuildICmp(
         b, LLVMIntULT, fz_emit_sreg(e, "ctaid.x"),
-        i32c(e, (unsigned)p->column_slices), "");
+        fz_emit_i32(e, (unsigned)p->column_slices), "");
     LLVMValueRef writer = LLVMBuildAnd(
         b, LLVMBuildAnd(b, first, s->gactive[0], ""),
-        LLVMBuildICmp(b, LLVMIntEQ, s->bs.ty, i32c(e, 0), ""), "");
+        LLVMBuildICmp(b, LLVMIntEQ, s->bs.ty, fz_emit_i32(e, 0), ""), "");
     fz_if w;
     fz_if_begin(e, &w, writer, "slice.store");
     fz_pers_col_coords(s, &c, s->g[0]);

@@ -12,20 +12,12 @@
 
 #include <math.h>
 
-static LLVMValueRef i32c(fz_emit *e, uint32_t v) {
-  return LLVMConstInt(e->t_i32, v, 0);
-}
-
-static LLVMValueRef i64c(fz_emit *e, uint64_t v) {
-  return LLVMConstInt(e->t_i64, v, 0);
-}
-
 static LLVMValueRef lo32(fz_emit *e, LLVMValueRef v64) {
   return LLVMBuildTrunc(e->b, v64, e->t_i32, "");
 }
 
 static LLVMValueRef hi32(fz_emit *e, LLVMValueRef v64) {
-  return LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, v64, i64c(e, 32), ""),
+  return LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, v64, fz_emit_i64(e, 32), ""),
                         e->t_i32, "");
 }
 
@@ -34,9 +26,9 @@ static LLVMValueRef hi32(fz_emit *e, LLVMValueRef v64) {
  * emulated). */
 static void mulhilo(fz_emit *e, uint32_t m, LLVMValueRef x, LLVMValueRef *hi,
                     LLVMValueRef *lo) {
-  LLVMValueRef args[2] = {x, i32c(e, m)};
+  LLVMValueRef args[2] = {x, fz_emit_i32(e, m)};
   *hi = fz_emit_intrinsic(e, "llvm.nvvm.mulhi.ui", NULL, 0, args, 2);
-  *lo = LLVMBuildMul(e->b, x, i32c(e, m), "");
+  *lo = LLVMBuildMul(e->b, x, fz_emit_i32(e, m), "");
 }
 
 /* Philox4x32-10 on the counter (q, offset) and the key seed, all i64. */
@@ -48,8 +40,8 @@ static void philox(fz_emit *e, LLVMValueRef q, LLVMValueRef offset,
   LLVMValueRef k0 = lo32(e, seed), k1 = hi32(e, seed);
   for (int round = 0; round < 10; round++) {
     if (round > 0) {
-      k0 = LLVMBuildAdd(b, k0, i32c(e, 0x9E3779B9u), "");
-      k1 = LLVMBuildAdd(b, k1, i32c(e, 0xBB67AE85u), "");
+      k0 = LLVMBuildAdd(b, k0, fz_emit_i32(e, 0x9E3779B9u), "");
+      k1 = LLVMBuildAdd(b, k1, fz_emit_i32(e, 0xBB67AE85u), "");
     }
     LLVMValueRef hi0, lo0, hi1, lo1;
     mulhilo(e, 0xD2511F53u, x[0], &hi0, &lo0);
@@ -77,9 +69,9 @@ static LLVMValueRef scaled(fz_emit *e, LLVMValueRef bits, LLVMTypeRef t,
 static LLVMValueRef bits53(fz_emit *e, LLVMValueRef lo, LLVMValueRef hi) {
   LLVMBuilderRef b = e->b;
   LLVMValueRef v = LLVMBuildOr(
-      b, LLVMBuildShl(b, LLVMBuildZExt(b, hi, e->t_i64, ""), i64c(e, 32), ""),
+      b, LLVMBuildShl(b, LLVMBuildZExt(b, hi, e->t_i64, ""), fz_emit_i64(e, 32), ""),
       LLVMBuildZExt(b, lo, e->t_i64, ""), "");
-  return LLVMBuildLShr(b, v, i64c(e, 11), "");
+  return LLVMBuildLShr(b, v, fz_emit_i64(e, 11), "");
 }
 
 /* sqrt(-2 log u1) * cos(2 pi u2) in type t (f32 or f64). */
@@ -109,21 +101,21 @@ static LLVMValueRef from_words(fz_emit *e, const fz_plan_node *n,
     if (n->code == FZ_OP_RAND)
       return scaled(e, x, e->t_f64, 53);
     LLVMValueRef u1 =
-        scaled(e, LLVMBuildAdd(b, x, i64c(e, 1), ""), e->t_f64, 53);
+        scaled(e, LLVMBuildAdd(b, x, fz_emit_i64(e, 1), ""), e->t_f64, 53);
     LLVMValueRef u2 = scaled(e, bits53(e, w[2], w[3]), e->t_f64, 53);
     return box_muller(e, e->t_f64, u1, u2);
   }
   LLVMValueRef v;
   if (n->code == FZ_OP_RAND) {
     int bits = fz_philox_uniform_bits(n->dtype);
-    v = scaled(e, LLVMBuildLShr(b, w[0], i32c(e, (uint32_t)(32 - bits)), ""),
+    v = scaled(e, LLVMBuildLShr(b, w[0], fz_emit_i32(e, (uint32_t)(32 - bits)), ""),
                e->t_f32, bits);
   } else {
-    LLVMValueRef a = LLVMBuildLShr(b, w[0], i32c(e, 8), "");
+    LLVMValueRef a = LLVMBuildLShr(b, w[0], fz_emit_i32(e, 8), "");
     LLVMValueRef u1 =
-        scaled(e, LLVMBuildAdd(b, a, i32c(e, 1), ""), e->t_f32, 24);
+        scaled(e, LLVMBuildAdd(b, a, fz_emit_i32(e, 1), ""), e->t_f32, 24);
     LLVMValueRef u2 =
-        scaled(e, LLVMBuildLShr(b, w[1], i32c(e, 8), ""), e->t_f32, 24);
+        scaled(e, LLVMBuildLShr(b, w[1], fz_emit_i32(e, 8), ""), e->t_f32, 24);
     v = box_muller(e, e->t_f32, u1, u2);
   }
   return v ? fz_emit_convert(e, v, FZ_F32, n->dtype) : NULL;
@@ -137,11 +129,11 @@ bool fz_emit_random(fz_emit *e, const fz_plan_node *n, LLVMValueRef seed,
   int words = 4 / per_call;
   LLVMValueRef w[4];
   if (aligned) { /* lanes l .. l + G - 1 share call index / G + l / G */
-    LLVMValueRef q0 = LLVMBuildUDiv(b, index, i64c(e, (uint64_t)per_call), "");
+    LLVMValueRef q0 = LLVMBuildUDiv(b, index, fz_emit_i64(e, (uint64_t)per_call), "");
     for (int l = 0; l < lanes; l++) {
       if (l % per_call == 0)
         philox(e,
-               LLVMBuildAdd(b, q0, i64c(e, (uint64_t)(l / per_call)), ""),
+               LLVMBuildAdd(b, q0, fz_emit_i64(e, (uint64_t)(l / per_call)), ""),
                offset, seed, w);
       if (!(out[l] = from_words(e, n, w + (l % per_call) * words)))
         return false;
@@ -151,9 +143,9 @@ bool fz_emit_random(fz_emit *e, const fz_plan_node *n, LLVMValueRef seed,
   for (int l = 0; l < lanes; l++) {
     LLVMValueRef il = index;
     if (l > 0)
-      il = LLVMBuildAdd(b, index, i64c(e, (uint64_t)(step * l)), "");
-    LLVMValueRef q = LLVMBuildUDiv(b, il, i64c(e, (uint64_t)per_call), "");
-    LLVMValueRef j = LLVMBuildURem(b, il, i64c(e, (uint64_t)per_call), "");
+      il = LLVMBuildAdd(b, index, fz_emit_i64(e, (uint64_t)(step * l)), "");
+    LLVMValueRef q = LLVMBuildUDiv(b, il, fz_emit_i64(e, (uint64_t)per_call), "");
+    LLVMValueRef j = LLVMBuildURem(b, il, fz_emit_i64(e, (uint64_t)per_call), "");
     philox(e, q, offset, seed, w);
     /* the words of element j: w[j * words + t], chosen without memory */
     LLVMValueRef mine[4];
@@ -161,7 +153,7 @@ bool fz_emit_random(fz_emit *e, const fz_plan_node *n, LLVMValueRef seed,
       mine[t] = w[t];
       for (int g = 1; g < per_call; g++)
         mine[t] = LLVMBuildSelect(
-            b, LLVMBuildICmp(b, LLVMIntEQ, j, i64c(e, (uint64_t)g), ""),
+            b, LLVMBuildICmp(b, LLVMIntEQ, j, fz_emit_i64(e, (uint64_t)g), ""),
             w[g * words + t], mine[t], "");
     }
     if (!(out[l] = from_words(e, n, mine)))

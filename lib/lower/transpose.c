@@ -65,10 +65,6 @@ fz_status fz_check_transpose(const fz_plan *p, fz_error *err) {
 
 /* ---- small pieces -------------------------------------------------------- */
 
-static LLVMValueRef i32c(fz_emit *e, int64_t v) {
-  return LLVMConstInt(e->t_i32, (unsigned long long)v, 0);
-}
-
 static LLVMValueRef umin(fz_emit *e, LLVMValueRef x, LLVMValueRef y) {
   return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntULT, x, y, ""), x, y,
                          "");
@@ -82,16 +78,16 @@ static void phase_position(transpose *t, int pass, int cols, int v,
   LLVMBuilderRef b = e->b;
   int per_row = 32 / v, segs = cols / 32;
   LLVMValueRef wi = LLVMBuildAdd(
-      b, t->wid, i32c(e, (int64_t)pass * (e->plan->threads / 32)), "");
-  LLVMValueRef r = LLVMBuildUDiv(b, wi, i32c(e, segs), "");
-  r = LLVMBuildAdd(b, LLVMBuildMul(b, r, i32c(e, v), ""),
-                   LLVMBuildUDiv(b, t->lane, i32c(e, per_row), ""), "");
-  LLVMValueRef c = LLVMBuildMul(b, LLVMBuildURem(b, wi, i32c(e, segs), ""),
-                                i32c(e, 32), "");
+      b, t->wid, fz_emit_i32(e, (int64_t)pass * (e->plan->threads / 32)), "");
+  LLVMValueRef r = LLVMBuildUDiv(b, wi, fz_emit_i32(e, segs), "");
+  r = LLVMBuildAdd(b, LLVMBuildMul(b, r, fz_emit_i32(e, v), ""),
+                   LLVMBuildUDiv(b, t->lane, fz_emit_i32(e, per_row), ""), "");
+  LLVMValueRef c = LLVMBuildMul(b, LLVMBuildURem(b, wi, fz_emit_i32(e, segs), ""),
+                                fz_emit_i32(e, 32), "");
   c = LLVMBuildAdd(
       b, c,
-      LLVMBuildMul(b, LLVMBuildURem(b, t->lane, i32c(e, per_row), ""),
-                   i32c(e, v), ""),
+      LLVMBuildMul(b, LLVMBuildURem(b, t->lane, fz_emit_i32(e, per_row), ""),
+                   fz_emit_i32(e, v), ""),
       "");
   *row = r;
   *col = c;
@@ -113,10 +109,10 @@ static LLVMValueRef tile_index(transpose *t, LLVMValueRef a_local,
   fz_emit *e = &t->k->e;
   LLVMBuilderRef b = e->b;
   if (plus_a)
-    a_local = LLVMBuildAdd(b, a_local, i32c(e, plus_a), "");
+    a_local = LLVMBuildAdd(b, a_local, fz_emit_i32(e, plus_a), "");
   if (plus_b)
-    b_local = LLVMBuildAdd(b, b_local, i32c(e, plus_b), "");
-  return LLVMBuildAdd(b, LLVMBuildMul(b, a_local, i32c(e, t->pitch), ""),
+    b_local = LLVMBuildAdd(b, b_local, fz_emit_i32(e, plus_b), "");
+  return LLVMBuildAdd(b, LLVMBuildMul(b, a_local, fz_emit_i32(e, t->pitch), ""),
                       b_local, "");
 }
 
@@ -355,8 +351,8 @@ static bool emit_loop(transpose *t, int passes) {
   LLVMValueRef tid = fz_emit_sreg(e, "tid.x");
   if (!tid)
     return false;
-  t->lane = LLVMBuildAnd(b, tid, i32c(e, 31), "lane");
-  t->wid = LLVMBuildLShr(b, tid, i32c(e, 5), "warp");
+  t->lane = LLVMBuildAnd(b, tid, fz_emit_i32(e, 31), "lane");
+  t->wid = LLVMBuildLShr(b, tid, fz_emit_i32(e, 5), "warp");
   LLVMValueRef tiles_a = LLVMBuildUDiv(
       b,
       LLVMBuildAdd(b, k->ext[t->a], fz_kernel_idx(k, p->tile_a - 1), ""),
