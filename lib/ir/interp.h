@@ -121,6 +121,9 @@ void fz_iload(const fz_iview *v, int64_t off, int64_t step, int64_t n,
  * at off, off+step, ... of v (DENSE or HOST). */
 void fz_istore(fz_iview *v, int64_t off, int64_t step, int64_t n,
                fz_scalar *vals, fz_dtype from);
+/* Copies every element of src into dst, a view of the same sizes, in the
+ * exact dtype (values unchanged where dst's dtype holds them). */
+void fz_icopy(const fz_iview *src, fz_iview *dst);
 
 /* The dtype a row is loaded as to see its values unchanged. */
 static inline fz_dtype fz_iexact_dtype(fz_dtype d) {

@@ -380,21 +380,12 @@ static fz_status eval_reshape(fz_interp *in, const fz_op *op,
   fz_status st = fz_interp_new_dense(in, op->result, NULL, -1, &copy);
   if (st)
     return st;
-  int64_t flat[FZ_MAX_RANK]; /* the source's row-major element index */
-  fz_interp_dense_strides(src->rank, src->sizes, NULL, flat);
-  fz_loop_nest l;
-  fz_loop_nest_init(&l, src->rank, src->sizes);
-  fz_loop_nest_add(&l, src->offset, src->strides);
-  fz_loop_nest_add(&l, 0, flat);
-  fz_loop_nest_optimize(&l, 0);
-  fz_scalar x[FZ_INTERP_CHUNK];
-  fz_chunk_cursor c;
-  fz_chunk_cursor_start(&c, &l);
-  fz_dtype exact = fz_iexact_dtype(src->dtype);
-  while (fz_chunk_cursor_next(&c)) {
-    fz_iload(src, c.off[0], c.step[0], c.len, exact, x);
-    fz_istore(&copy, c.off[1], c.step[1], c.len, x, exact);
-  }
+  /* the result's buffer seen with the source's sizes, row-major */
+  fz_iview flat = copy;
+  flat.rank = src->rank;
+  memcpy(flat.sizes, src->sizes, sizeof flat.sizes);
+  fz_interp_dense_strides(src->rank, src->sizes, NULL, flat.strides);
+  fz_icopy(src, &flat);
   *r = copy;
   return FZ_OK;
 }

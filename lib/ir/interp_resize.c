@@ -10,23 +10,6 @@
 
 #include <string.h>
 
-/* Copies every element of src into dst (views of equal sizes). */
-static void copy_view(const fz_iview *src, fz_iview *dst) {
-  fz_loop_nest l;
-  fz_loop_nest_init(&l, src->rank, src->sizes);
-  fz_loop_nest_add(&l, src->offset, src->strides);
-  fz_loop_nest_add(&l, dst->offset, dst->strides);
-  fz_loop_nest_optimize(&l, 1);
-  fz_scalar x[FZ_INTERP_CHUNK];
-  fz_chunk_cursor c;
-  fz_chunk_cursor_start(&c, &l);
-  fz_dtype exact = fz_iexact_dtype(src->dtype);
-  while (fz_chunk_cursor_next(&c)) {
-    fz_iload(src, c.off[0], c.step[0], c.len, exact, x);
-    fz_istore(dst, c.off[1], c.step[1], c.len, x, exact);
-  }
-}
-
 static fz_status eval_slice(fz_interp *in, const fz_op *op,
                             const fz_iview *src, const int64_t *sizes,
                             fz_iview *res) {
@@ -70,7 +53,7 @@ static fz_status eval_pad(fz_interp *in, const fz_op *op, const fz_iview *src,
     to.offset += at * res->strides[k];
     to.sizes[k] = count;
   }
-  copy_view(&from, &to);
+  fz_icopy(&from, &to);
   return FZ_OK;
 }
 
@@ -88,7 +71,7 @@ static fz_status eval_cat(fz_interp *in, const fz_op *op, fz_iview *res) {
     to.offset += at * res->strides[axis];
     at += src->sizes[axis];
     if (fz_iview_count(src) > 0)
-      copy_view(src, &to);
+      fz_icopy(src, &to);
   }
   return FZ_OK;
 }

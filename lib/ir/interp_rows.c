@@ -271,3 +271,19 @@ void fz_istore(fz_iview *v, int64_t off, int64_t step, int64_t n,
     FZ_DIE("store of dtype %d", (int)v->dtype);
   }
 }
+
+void fz_icopy(const fz_iview *src, fz_iview *dst) {
+  fz_loop_nest l;
+  fz_loop_nest_init(&l, src->rank, src->sizes);
+  fz_loop_nest_add(&l, src->offset, src->strides);
+  fz_loop_nest_add(&l, dst->offset, dst->strides);
+  fz_loop_nest_optimize(&l, 1);
+  fz_scalar x[FZ_INTERP_CHUNK];
+  fz_chunk_cursor c;
+  fz_chunk_cursor_start(&c, &l);
+  fz_dtype exact = fz_iexact_dtype(src->dtype);
+  while (fz_chunk_cursor_next(&c)) {
+    fz_iload(src, c.off[0], c.step[0], c.len, exact, x);
+    fz_istore(dst, c.off[1], c.step[1], c.len, x, exact);
+  }
+}
