@@ -12,7 +12,8 @@ is called once per shape, in order, and this prints per sweep:
   - the host time of each shape's first call (wall clock, from the call to
     its return, the GPU idle before it): median and maximum;
   - the kernel time of a later call (CUDA events, median of --iters after
-    warm-up) for a few shapes, against a definition with those exact sizes
+    warm-up, each run queued behind an L2-evicting write so that the
+    host's call overhead stays out of it) for a few shapes, against a definition with those exact sizes
     (static), so that a shared kernel's cost against a specialized one
     shows. Static sizes still schedule into the size classes (the plan is
     a function of the sizes); with --compare-specialized the static
@@ -42,6 +43,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+FLUSH_BYTES = 256 << 20  # the L2-evicting write before every timed run
 sys.path.insert(0, os.path.join(HERE, os.pardir, "python"))
 
 
@@ -123,11 +125,19 @@ def first_call_seconds(fn, args, torch):
 
 
 def kernel_us(fn, args, torch, iters):
+    """Median GPU time of fn(*args) in us. Every run is enqueued behind a
+    256 MiB write that evicts the L2 cache and keeps the GPU busy while
+    the host enqueues the run, so that neither cached data nor the host's
+    call overhead (which a small kernel would otherwise wait for between
+    its events) is in the time: bench.py times the same way."""
     for _ in range(5):
         fn(*args)
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    torch.cuda.synchronize()
     for i in range(iters):
+        flush.fill_(i)
         start[i].record()
         fn(*args)
         end[i].record()
