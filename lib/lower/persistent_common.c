@@ -1,7 +1,8 @@
 /* persistent_common.c - what the persistent skeleton's files share
  * (persistent.c, persistent_columns.c, persistent_prefetch.c,
- * persistent_cluster.c): allocas in the entry block, the offset bases of a
- * row, and the trap of a launch the kernel was not built for.
+ * persistent_held.c, persistent_cluster.c): allocas in the entry block,
+ * the offset bases of a row, the trap of a launch the kernel was not
+ * built for, and the cp.async copy of a thread's group.
  */
 #include "persistent.h"
 
@@ -50,5 +51,24 @@ bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name) {
   fz_emit_intrinsic(e, "llvm.trap", NULL, 0, NULL, 0);
   LLVMBuildUnreachable(b);
   LLVMPositionBuilderAtEnd(b, ok);
+  return !e->failed;
+}
+
+bool fz_pers_copy_async(pers *s, LLVMValueRef dst, LLVMValueRef src,
+                        size_t bytes) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  int piece = bytes >= 16 ? 16 : (int)bytes;
+  char name[48];
+  snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d",
+           piece == 16 ? "cg" : "ca", piece);
+  for (size_t at = 0; at < bytes; at += (size_t)piece) {
+    LLVMValueRef step = fz_emit_i32(e, at);
+    LLVMValueRef args[2] = {
+        at ? LLVMBuildInBoundsGEP2(b, e->t_i8, dst, &step, 1, "") : dst,
+        at ? LLVMBuildInBoundsGEP2(b, e->t_i8, src, &step, 1, "") : src};
+    if (!fz_emit_intrinsic(e, name, NULL, 0, args, 2))
+      return false;
+  }
   return !e->failed;
 }
