@@ -137,6 +137,10 @@ bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name);
  * shared `dst`, in 16-byte pieces where they are that large. */
 bool fz_pers_copy_async(pers *s, LLVMValueRef dst, LLVMValueRef src,
                         size_t bytes);
+/* Tells ptxas (.minnctapersm n) that the kernel's blocks share an SM n at
+ * a time, so that it budgets 64K / (n * threads) registers a thread and
+ * trades no spills for an occupancy the launch does not have. */
+void fz_pers_blocks_an_sm(pers *s, int n);
 
 /* ---- persistent_prefetch.c ----------------------------------------------- */
 

@@ -2,11 +2,13 @@
  * (persistent.c, persistent_columns.c, persistent_prefetch.c,
  * persistent_held.c, persistent_cluster.c): allocas in the entry block,
  * the offset bases of a row, the trap of a launch the kernel was not
- * built for, and the cp.async copy of a thread's group.
+ * built for, the cp.async copy of a thread's group, and the blocks an SM
+ * keeps, told to ptxas.
  */
 #include "persistent.h"
 
 #include <stdio.h>
+#include <string.h>
 
 LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name) {
   fz_emit *e = &s->k->e;
@@ -71,4 +73,16 @@ bool fz_pers_copy_async(pers *s, LLVMValueRef dst, LLVMValueRef src,
       return false;
   }
   return !e->failed;
+}
+
+void fz_pers_blocks_an_sm(pers *s, int n) {
+  fz_emit *e = &s->k->e;
+  const char *key = "minctasm";
+  LLVMMetadataRef md[3] = {
+      LLVMValueAsMetadata(e->fn),
+      LLVMMDStringInContext2(e->ctx, key, strlen(key)),
+      LLVMValueAsMetadata(LLVMConstInt(e->t_i32, (unsigned long long)n, 0))};
+  LLVMAddNamedMetadataOperand(
+      e->mod, "nvvm.annotations",
+      LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, md, 3)));
 }

@@ -59,6 +59,11 @@ static LLVMValueRef slot(pers *s, int a, int g, LLVMValueRef t) {
 
 void fz_pers_held_declare(pers *s) {
   fz_emit *e = &s->k->e;
+  /* the rows fill the SM's shared memory: one block an SM. Left to
+   * itself, ptxas kept batch norm backward's 12 rows of dy and x
+   * ([12544, 256]) to 64 registers and spilled 16 bytes; told, it took
+   * 72 and spilled nothing. */
+  fz_pers_blocks_an_sm(s, 1);
   LLVMTypeRef t = LLVMArrayType2(e->t_i8, 0);
   s->held_smem = LLVMAddGlobalInAddressSpace(e->mod, t, "fz_held", 3);
   LLVMSetLinkage(s->held_smem, LLVMExternalLinkage);
