@@ -7,7 +7,7 @@
  * 512 threads a block, ptxas has 128 registers a thread. Batch norm
  * forward of NHWC f32 [32, 28, 28, 256] on 132 SMs holds 24 rows of 4
  * lanes a thread: 96 values, 48 indices and flags, 8 column sums; ptxas
- * spilled 188 bytes a thread at 128 registers. 16 rows of 4 lanes
+ * spilled 176-188 bytes a thread at 128 registers. 16 rows of 4 lanes
  * ([9, 30, 30, 512]) took 123 registers and spilled nothing.
  *
  * So, estimating held * (values + 2) + column accumulators + 24 (the
