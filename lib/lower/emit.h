@@ -21,14 +21,18 @@
  *   persistent.c  the persistent normalization skeleton: rows held in
  *                 registers, the rounds of row reductions, the stores;
  *                 the files below it are its own (persistent.h):
+ *     persistent_slices.c    an outer plan's column slices: a round's
+ *                            barrier among the blocks of one slice
  *     persistent_columns.c   the column half: block partials of column
  *                            reductions, the grid barrier, the final pass
  *     persistent_prefetch.c  the next row's loads copied ahead into
  *                            shared memory
+ *     persistent_held.c      an outer plan's held rows kept in shared
+ *                            memory: copied once, read back each round
  *     persistent_cluster.c   a row shared by a thread-block cluster: the
  *                            exchange of row reductions across it
  *     persistent_common.c    what they share: allocas in the entry
- *                            block, a row's offset bases
+ *                            block, a row's offset bases, cp.async
  *
  *   helpers (prototypes below, grouped by file)
  *   combine.c     accumulators: identities, combining, warp shuffles, the

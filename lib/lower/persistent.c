@@ -295,6 +295,8 @@ static bool full_leave(void *ctx, int i) {
                                                       s->coord[k], s->V)
         : fz_plan_prefetched(p, n->access)
             ? fz_pers_prefetch_load(s, i, k)
+        : fz_plan_held_in_shared(p, n->access)
+            ? fz_pers_held_load(s, i, k)
             : fz_kernel_load_node(s->k, i, table, offs(s, k)[n->access], s->V);
     if (!ok)
       return false;
@@ -976,11 +978,11 @@ static void use_row(pers *s, held_row *h) {
   row_start(s, h->row);
 }
 
-/* Column node i's results, res[g * V + l], as a value of every held row:
- * what the rows' later rounds read. */
-static void inject_column(pers *s, held_row *rows, int i,
+/* Column node i's results, res[g * V + l], as a value of `count` held
+ * rows' tables: what the rows' later rounds read. */
+static void inject_column(pers *s, held_row *rows, int count, int i,
                           const LLVMValueRef *res) {
-  for (int t = 0; t < s->held; t++)
+  for (int t = 0; t < count; t++)
     for (int g = 0; g < s->G; g++) {
       LLVMValueRef *slot = rows[t].full + ((size_t)g * (size_t)s->p->num_nodes +
                                            (size_t)i) * (size_t)s->V;
@@ -1001,6 +1003,67 @@ static bool guard_rows_held(pers *s, LLVMValueRef tiles, LLVMValueRef nctaid) {
   return fz_pers_trap_if(s, LLVMBuildICmp(b, LLVMIntULT, cover, tiles, ""), "grid");
 }
 
+static void held_tables_free(held_row *rows, int count) {
+  for (int t = 0; rows && t < count; t++) {
+    free(rows[t].full);
+    free(rows[t].rowt);
+    free(rows[t].done);
+  }
+  free(rows);
+}
+
+/* Tables for `count` held rows, each a copy of what the entry computed
+ * (constants and phase-0 weight rows); NULL when out of memory. */
+static held_row *held_tables(pers *s, int count) {
+  size_t nodes = (size_t)s->p->num_nodes, G = (size_t)s->G, V = (size_t)s->V;
+  held_row *rows = calloc((size_t)count, sizeof *rows);
+  bool ok = rows != NULL;
+  for (int t = 0; ok && t < count; t++) {
+    rows[t].full = calloc(G * nodes * V + 1, sizeof *rows[t].full);
+    rows[t].rowt = calloc(nodes * V + 1, sizeof *rows[t].rowt);
+    rows[t].done = calloc((G + 1) * nodes + 1, sizeof *rows[t].done);
+    ok = rows[t].full && rows[t].rowt && rows[t].done;
+    if (ok) {
+      memcpy(rows[t].full, s->full, (G * nodes * V + 1) * sizeof *s->full);
+      memcpy(rows[t].rowt, s->rowt, (nodes * V + 1) * sizeof *s->rowt);
+      memcpy(rows[t].done, s->done, ((G + 1) * nodes + 1) * sizeof *s->done);
+    }
+  }
+  if (ok)
+    return rows;
+  fz_emit_fail(&s->k->e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+  held_tables_free(rows, count);
+  return NULL;
+}
+
+/* Between rounds r and r + 1: the combine of round r's column reductions
+ * across the slice or the grid (persistent_slices.c,
+ * persistent_columns.c), whose results then become values of the `count`
+ * tables of rows. res has room for a round's column results: [g * V + l],
+ * or for a column-sliced plan (one group) [j * V + l]. */
+static bool combine_round(pers *s, int r, held_row *rows, int count,
+                          LLVMValueRef *res) {
+  const fz_plan *p = s->p;
+  bool ok = true;
+  if (p->column_slices > 1) {
+    ok = fz_pers_slice_columns(s, r, res);
+    for (int j = 0; ok && j < s->ncol; j++)
+      if (p->nodes[s->colnode[j]].phase == r + 1)
+        inject_column(s, rows, count, s->colnode[j],
+                      res + (size_t)j * (size_t)s->V);
+    return ok;
+  }
+  ok = fz_pers_columns(s, r);
+  for (int j = 0; ok && j < s->ncol; j++) {
+    if (p->nodes[s->colnode[j]].phase != r + 1)
+      continue;
+    ok = fz_pers_column_results(s, r, j, res);
+    if (ok)
+      inject_column(s, rows, count, s->colnode[j], res);
+  }
+  return ok;
+}
+
 /* An outer plan (batch norm): the block's `held` tiles (tile ctaid + t *
  * nctaid) are loaded once, then for each round r: every held row's round
  * (column partials of the reductions whose operand is ready in r, stores
@@ -1014,27 +1077,13 @@ static bool body_held(pers *s) {
   const fz_plan *p = s->p;
   if (!entry(s))
     return false;
-  size_t nodes = (size_t)p->num_nodes, G = (size_t)s->G, V = (size_t)s->V;
-  held_row *rows = calloc((size_t)s->held, sizeof *rows);
-  /* a round's column results: [g * V + l], or for a column-sliced plan
-   * (one group) [j * V + l] */
+  size_t G = (size_t)s->G, V = (size_t)s->V;
+  held_row *rows = held_tables(s, s->held);
   LLVMValueRef *res = calloc((G + (size_t)s->ncol) * V + 1, sizeof *res);
   bool ok = rows && res;
-  for (int t = 0; ok && t < s->held; t++) {
-    rows[t].full = calloc(G * nodes * V + 1, sizeof *rows[t].full);
-    rows[t].rowt = calloc(nodes * V + 1, sizeof *rows[t].rowt);
-    rows[t].done = calloc((G + 1) * nodes + 1, sizeof *rows[t].done);
-    ok = rows[t].full && rows[t].rowt && rows[t].done;
-    if (ok) {
-      /* what the entry computed: constants and phase-0 weight rows */
-      memcpy(rows[t].full, s->full, (G * nodes * V + 1) * sizeof *s->full);
-      memcpy(rows[t].rowt, s->rowt, (nodes * V + 1) * sizeof *s->rowt);
-      memcpy(rows[t].done, s->done, ((G + 1) * nodes + 1) * sizeof *s->done);
-    }
-  }
   LLVMValueRef *own_full = s->full, *own_rowt = s->rowt;
   bool *own_done = s->done;
-  if (!ok)
+  if (rows && !res)
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
 
   tile_walk w;
@@ -1055,31 +1104,106 @@ static bool body_held(pers *s) {
     }
     if (!ok || r == p->phases)
       break;
-    if (p->column_slices > 1) {
-      ok = fz_pers_slice_columns(s, r, res);
-      for (int j = 0; ok && j < s->ncol; j++)
-        if (p->nodes[s->colnode[j]].phase == r + 1)
-          inject_column(s, rows, s->colnode[j], res + (size_t)j * V);
-      continue;
-    }
-    ok = fz_pers_columns(s, r);
-    for (int j = 0; ok && j < s->ncol; j++) {
-      if (p->nodes[s->colnode[j]].phase != r + 1)
-        continue;
-      ok = fz_pers_column_results(s, r, j, res);
-      if (ok)
-        inject_column(s, rows, s->colnode[j], res);
-    }
+    ok = combine_round(s, r, rows, s->held, res);
   }
   s->full = own_full;
   s->rowt = own_rowt;
   s->done = own_done;
-  for (int t = 0; rows && t < s->held; t++) {
-    free(rows[t].full);
-    free(rows[t].rowt);
-    free(rows[t].done);
+  held_tables_free(rows, s->held);
+  free(res);
+  if (!ok)
+    return false;
+  LLVMBuildRetVoid(b);
+  return !e->failed;
+}
+
+/* The thread's held rows inside the space (index type): rows first,
+ * first + step, ... of which the plan holds `held`, up to the last row. */
+static LLVMValueRef held_inside(pers *s, const tile_walk *w, LLVMValueRef first,
+                                LLVMValueRef step) {
+  fz_kernel *k = s->k;
+  LLVMBuilderRef b = k->e.b;
+  LLVMValueRef after = LLVMBuildAdd(
+      b, LLVMBuildUDiv(b, LLVMBuildSub(b, w->last, first, ""), step, ""),
+      fz_kernel_idx(k, 1), "");
+  LLVMValueRef held = fz_kernel_idx(k, s->held);
+  LLVMValueRef most = LLVMBuildSelect(
+      b, LLVMBuildICmp(b, LLVMIntULT, after, held, ""), after, held, "");
+  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULE, first, w->last, ""),
+                         most, fz_kernel_idx(k, 0), "held.inside");
+}
+
+/* An outer plan whose held rows live in shared memory (plan->held_shared,
+ * persistent_held.c): the thread's rows first + t * step, t < inside (its
+ * held rows inside the space), are copied into shared memory once; then
+ * each round walks them in a loop, every trip starting from a copy of
+ * rows[0]'s tables (the entry's values and the column results so far),
+ * its row's inputs read back from the slots and all else recomputed.
+ * Rows past the end have no trip: nothing to mask. */
+static bool body_held_shared(pers *s) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  LLVMBuilderRef b = e->b;
+  const fz_plan *p = s->p;
+  if (!entry(s))
+    return false;
+  size_t G = (size_t)s->G, V = (size_t)s->V;
+  /* start: [0], a trip's working copy: [1] */
+  held_row *rows = held_tables(s, 2);
+  LLVMValueRef *res = calloc((G + (size_t)s->ncol) * V + 1, sizeof *res);
+  bool ok = rows && res;
+  LLVMValueRef *own_full = s->full, *own_rowt = s->rowt;
+  bool *own_done = s->done;
+  if (rows && !res)
+    fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+
+  tile_walk w;
+  ok = ok && tile_walk_init(s, &w) && guard_rows_held(s, w.tiles, w.nctaid);
+  LLVMValueRef first = NULL, step = NULL, inside = NULL;
+  if (ok) {
+    tile_walk_last(s, &w);
+    LLVMValueRef by = fz_kernel_idx(k, p->block_y);
+    first = LLVMBuildAdd(b, LLVMBuildMul(b, w.ctaid, by, ""), s->ty, "first");
+    step = LLVMBuildMul(b, w.nctaid, by, "step");
+    inside = held_inside(s, &w, first, step);
+    fz_pers_held_declare(s);
   }
-  free(rows);
+  LLVMValueRef zero = fz_kernel_idx(k, 0), one = fz_kernel_idx(k, 1);
+  fz_loop copies;
+  if (ok) {
+    LLVMValueRef t = fz_emit_loop_begin(e, &copies, zero, NULL, inside, "held");
+    row_start(s, LLVMBuildAdd(b, first, LLVMBuildMul(b, t, step, ""), "row"));
+    ok = fz_pers_held_copy(s, t);
+    fz_emit_loop_end(e, &copies, one);
+    fz_pers_held_wait(s);
+  }
+  size_t nodes = (size_t)p->num_nodes;
+  LLVMValueRef live = LLVMConstInt(e->t_i1, 1, 0);
+  for (int r = 0; ok && r <= p->phases; r++) {
+    fz_loop trip;
+    LLVMValueRef t = fz_emit_loop_begin(e, &trip, zero, NULL, inside, "held");
+    held_row *now = &rows[1];
+    memcpy(now->full, rows[0].full, (G * nodes * V + 1) * sizeof *now->full);
+    memcpy(now->rowt, rows[0].rowt, (nodes * V + 1) * sizeof *now->rowt);
+    memcpy(now->done, rows[0].done, ((G + 1) * nodes + 1) * sizeof *now->done);
+    now->row = LLVMBuildAdd(b, first, LLVMBuildMul(b, t, step, ""), "row");
+    use_row(s, now);
+    s->held_t = t;
+    ok = row_round(s, r, live);
+    s->held_t = NULL;
+    fz_emit_loop_end(e, &trip, one);
+    if (!ok || r == p->phases)
+      break;
+    /* (the trip's values stay in its loop) */
+    s->full = rows[0].full;
+    s->rowt = rows[0].rowt;
+    s->done = rows[0].done;
+    ok = combine_round(s, r, rows, 1, res);
+  }
+  s->full = own_full;
+  s->rowt = own_rowt;
+  s->done = own_done;
+  held_tables_free(rows, 2);
   free(res);
   if (!ok)
     return false;
@@ -1108,7 +1232,9 @@ bool fz_pers_row_combine(pers *s, int round, const fz_reduce_set *rs,
 
 bool fz_emit_persistent(fz_kernel *k) {
   pers s = {0};
-  bool ok = setup(&s, k) && (s.held ? body_held(&s) : body(&s));
+  bool ok = setup(&s, k) && (!s.held                ? body(&s)
+                              : k->e.plan->held_shared ? body_held_shared(&s)
+                                                       : body_held(&s));
   teardown(&s);
   return ok && !k->e.failed;
 }

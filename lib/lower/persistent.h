@@ -2,13 +2,15 @@
  * shared by its row half (persistent.c: rows held in registers, the
  * rounds, stores), its column half (persistent_columns.c: block partials
  * of column reductions, the grid barrier, the final column pass), the
- * prefetch of the next row (persistent_prefetch.c), the exchange of a
- * cluster plan's row reductions (persistent_cluster.c), the walks of a
- * multipass plan (persistent_multipass.c) and what they share
- * (persistent_common.c). persistent.c calls the others but
- * persistent_multipass.c, which lower.c calls and which calls
- * persistent.c; persistent_columns.c, persistent_prefetch.c and
- * persistent_cluster.c call only persistent_common.c.
+ * prefetch of the next row (persistent_prefetch.c), an outer plan's rows
+ * held in shared memory (persistent_held.c), the column slices of an
+ * outer plan (persistent_slices.c), the exchange of a cluster plan's row
+ * reductions (persistent_cluster.c), the walks of a multipass plan
+ * (persistent_multipass.c) and what they share (persistent_common.c).
+ * persistent.c calls the others but persistent_multipass.c, which
+ * lower.c calls and which calls persistent.c; persistent_columns.c,
+ * persistent_prefetch.c, persistent_held.c and persistent_cluster.c call
+ * only persistent_common.c.
  *
  * Every node lives in one of five spaces, decided from its plan space
  * (node->space) and, within the full space, from what it varies along: a
@@ -100,6 +102,10 @@ typedef struct pers {
    * the node's dtype (NULL before) */
   LLVMValueRef slice;
   LLVMValueRef *slice_res;
+  /* plan->held_shared (persistent_held.c): the dynamic shared memory of
+   * the held rows, and the held row (index type) whose trip is being
+   * emitted (NULL outside one) */
+  LLVMValueRef held_smem, held_t;
 } pers;
 
 static inline LLVMValueRef *pers_full(pers *s, int k, int node) {
@@ -127,6 +133,14 @@ void fz_pers_row_groups(pers *s);
  * launch, never a wrong answer. Blocks bad.<name> and <name>.ok; the
  * builder is left in the latter. */
 bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name);
+/* cp.async of `bytes` (4, 8 or a multiple of 16) from global `src` to
+ * shared `dst`, in 16-byte pieces where they are that large. */
+bool fz_pers_copy_async(pers *s, LLVMValueRef dst, LLVMValueRef src,
+                        size_t bytes);
+/* Tells ptxas (.minnctapersm n) that the kernel's blocks share an SM n at
+ * a time, so that it budgets 64K / (n * threads) registers a thread and
+ * trades no spills for an occupancy the launch does not have. */
+void fz_pers_blocks_an_sm(pers *s, int n);
 
 /* ---- persistent_prefetch.c ----------------------------------------------- */
 
@@ -140,6 +154,19 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any);
 bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more);
 bool fz_pers_prefetch_load(pers *s, int i, int g);
 void fz_pers_prefetch_end(pers *s);
+
+/* ---- persistent_held.c --------------------------------------------------- */
+
+/* The held rows' dynamic shared memory (declared once, in the entry). */
+void fz_pers_held_declare(pers *s);
+/* After row_start of held row t (index type): cp.async of the thread's
+ * groups of every held input into the row's slots. */
+bool fz_pers_held_copy(pers *s, LLVMValueRef t);
+/* After the copies of every held row: the thread's own copies landed. */
+void fz_pers_held_wait(pers *s);
+/* LOAD node i (a held input) of group g, from the slots of held row
+ * s->held_t into the group's table. */
+bool fz_pers_held_load(pers *s, int i, int g);
 
 /* ---- persistent_cluster.c ------------------------------------------------ */
 

@@ -27,7 +27,6 @@
 #include "persistent.h"
 
 #include <stdio.h>
-#include <string.h>
 
 /* The row REDUCE nodes of the plan: at least as many as a round has. */
 static int row_reduces(const fz_plan *p) {
@@ -64,27 +63,15 @@ static LLVMValueRef slot_index(fz_emit *e, int words, LLVMValueRef first,
   return at;
 }
 
-/* Blocks of at most 512 threads were sized to share an SM two at a time
- * (lib/sched/persistent_cluster.c): ptxas is told so (.minnctapersm 2),
- * which keeps it to 64 registers a thread. */
-static void two_blocks_an_sm(fz_emit *e) {
-  const char *key = "minctasm";
-  LLVMMetadataRef md[3] = {
-      LLVMValueAsMetadata(e->fn),
-      LLVMMDStringInContext2(e->ctx, key, strlen(key)),
-      LLVMValueAsMetadata(LLVMConstInt(e->t_i32, 2, 0))};
-  LLVMAddNamedMetadataOperand(
-      e->mod, "nvvm.annotations",
-      LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, md, 3)));
-}
-
 bool fz_pers_cluster_entry(pers *s) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
+  /* blocks of at most 512 threads were sized to share an SM two at a
+   * time (lib/sched/persistent_cluster.c): 64 registers a thread */
   if (p->threads <= 512)
-    two_blocks_an_sm(e);
+    fz_pers_blocks_an_sm(s, 2);
   LLVMValueRef size = fz_emit_sreg(e, "cluster.nctarank");
   s->cl_rank = fz_emit_sreg(e, "cluster.ctarank");
   if (!size || !s->cl_rank)

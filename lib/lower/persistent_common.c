@@ -1,11 +1,14 @@
 /* persistent_common.c - what the persistent skeleton's files share
  * (persistent.c, persistent_columns.c, persistent_prefetch.c,
- * persistent_cluster.c): allocas in the entry block, the offset bases of a
- * row, and the trap of a launch the kernel was not built for.
+ * persistent_held.c, persistent_cluster.c): allocas in the entry block,
+ * the offset bases of a row, the trap of a launch the kernel was not
+ * built for, the cp.async copy of a thread's group, and the blocks an SM
+ * keeps, told to ptxas.
  */
 #include "persistent.h"
 
 #include <stdio.h>
+#include <string.h>
 
 LLVMValueRef fz_pers_entry_alloca(pers *s, LLVMTypeRef t, const char *name) {
   fz_emit *e = &s->k->e;
@@ -51,4 +54,35 @@ bool fz_pers_trap_if(pers *s, LLVMValueRef bad, const char *name) {
   LLVMBuildUnreachable(b);
   LLVMPositionBuilderAtEnd(b, ok);
   return !e->failed;
+}
+
+bool fz_pers_copy_async(pers *s, LLVMValueRef dst, LLVMValueRef src,
+                        size_t bytes) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  int piece = bytes >= 16 ? 16 : (int)bytes;
+  char name[48];
+  snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d",
+           piece == 16 ? "cg" : "ca", piece);
+  for (size_t at = 0; at < bytes; at += (size_t)piece) {
+    LLVMValueRef step = fz_emit_i32(e, at);
+    LLVMValueRef args[2] = {
+        at ? LLVMBuildInBoundsGEP2(b, e->t_i8, dst, &step, 1, "") : dst,
+        at ? LLVMBuildInBoundsGEP2(b, e->t_i8, src, &step, 1, "") : src};
+    if (!fz_emit_intrinsic(e, name, NULL, 0, args, 2))
+      return false;
+  }
+  return !e->failed;
+}
+
+void fz_pers_blocks_an_sm(pers *s, int n) {
+  fz_emit *e = &s->k->e;
+  const char *key = "minctasm";
+  LLVMMetadataRef md[3] = {
+      LLVMValueAsMetadata(e->fn),
+      LLVMMDStringInContext2(e->ctx, key, strlen(key)),
+      LLVMValueAsMetadata(LLVMConstInt(e->t_i32, (unsigned long long)n, 0))};
+  LLVMAddNamedMetadataOperand(
+      e->mod, "nvvm.annotations",
+      LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, md, 3)));
 }

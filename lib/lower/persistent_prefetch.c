@@ -67,25 +67,13 @@ static bool copy_row(pers *s, const LLVMValueRef *base, LLVMValueRef buf) {
     if (!fz_plan_prefetched(p, a))
       continue;
     fz_dtype d = p->accesses[a].dtype;
-    size_t sb = slot_bytes(s, a);
-    int piece = sb >= 16 ? 16 : (int)sb;
-    char name[48];
-    snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d",
-             piece == 16 ? "cg" : "ca", piece);
     for (int g = 0; g < s->G; g++) {
       LLVMValueRef off = LLVMBuildNSWAdd(
           b, base[a], s->roff[(size_t)g * (size_t)A + (size_t)a], "");
       LLVMValueRef src = LLVMBuildInBoundsGEP2(b, fz_emit_mem_type(e, d),
                                                k->access[a].ptr, &off, 1, "");
-      LLVMValueRef dst = slot(s, a, g, buf);
-      for (size_t at = 0; at < sb; at += (size_t)piece) {
-        LLVMValueRef step = fz_emit_i32(e, at);
-        LLVMValueRef args[2] = {
-            at ? LLVMBuildInBoundsGEP2(b, e->t_i8, dst, &step, 1, "") : dst,
-            at ? LLVMBuildInBoundsGEP2(b, e->t_i8, src, &step, 1, "") : src};
-        if (!fz_emit_intrinsic(e, name, NULL, 0, args, 2))
-          return false;
-      }
+      if (!fz_pers_copy_async(s, slot(s, a, g, buf), src, slot_bytes(s, a)))
+        return false;
     }
   }
   return !e->failed;

@@ -24,15 +24,18 @@
  *     (cooperative), each looping over rows and keeping column partials
  *     in registers. An outer normalization (every reduction keeps the
  *     innermost axis: batch norm) holds all its rows on chip instead,
- *     across a grid barrier per reduction round (outer_heuristics), or
- *     is declined when they do not fit. Vector widths and 32-bit
- *     indexing follow the shared rules of heuristics.c.
+ *     across a grid barrier per reduction round (outer_heuristics), in
+ *     registers or, where they would crowd them, in shared memory
+ *     (persistent_held.c), or is declined when they do not fit. Vector
+ *     widths and 32-bit indexing follow the shared rules of
+ *     heuristics.c.
  * The entry point, fz_persistent_try, drives steps 1-5 over the reference
  * candidates (fz_dag_try).
  */
 #include "sched/dag.h"
 #include "sched/heuristics.h"
 #include "sched/persistent_cluster.h"
+#include "sched/persistent_held.h"
 #include "sched/persistent_slices.h"
 #include "sched/persistent_multipass.h"
 
@@ -157,7 +160,9 @@ static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
  * `persistent` groups, all resident at once (cooperative launch; the
  * executor refuses a launch that cannot keep grid_x blocks resident).
  * What does not fit in about 128 registers a thread is declined, and the
- * segmenter runs it as reductions and pointwise kernels instead. */
+ * segmenter runs it as reductions and pointwise kernels instead; what
+ * fits, but would crowd the registers, is held in shared memory
+ * (persistent_held.c). */
 static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
                              int columns) {
   int64_t rows = fz_plan_rows(p);
@@ -173,8 +178,10 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
       along_rows |= !p->row_axes[k] && p->accesses[n->access].strides[k] != 0;
     row_loads += along_rows;
   }
-  if (fz_persistent_slices_plan(pb, p, columns, row_loads))
+  if (fz_persistent_slices_plan(pb, p, columns, row_loads)) {
+    fz_persistent_held_choose(pb, p, columns, row_loads);
     return true;
+  }
   int64_t by = 512 / p->block_x;
   if (by < 1)
     by = 1;
@@ -206,6 +213,7 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   int64_t bound = rows + grid * by * held + fz_plan_row_points(p) +
                   (int64_t)p->block_x * p->vector;
   p->index32 = fz_plan_fits_int32(p, bound);
+  fz_persistent_held_choose(pb, p, columns, row_loads);
   return true;
 }
 

@@ -34,9 +34,11 @@ void fz_plan_launch_shape(const fz_plan *p, unsigned grid[3],
   block[2] = 1;
 }
 
-bool fz_plan_prefetched(const fz_plan *p, int a) {
+/* An input read in the full space that varies along the rows and along
+ * the row: what a prefetch copies ahead and a held_shared plan keeps. */
+static bool row_varying_input(const fz_plan *p, int a) {
   const fz_plan_access *acc = &p->accesses[a];
-  if (!p->prefetch || acc->is_output || acc->clamp)
+  if (acc->is_output || acc->clamp)
     return false;
   bool along_rows = false, along_row = false, full_load = false;
   for (int d = 0; d < p->rank; d++) {
@@ -51,15 +53,29 @@ bool fz_plan_prefetched(const fz_plan *p, int a) {
   return along_rows && along_row && full_load;
 }
 
-/* Only prefetching plans take dynamic shared memory: two buffers, each
- * with every prefetched access's groups for every thread. */
+bool fz_plan_prefetched(const fz_plan *p, int a) {
+  return p->prefetch && row_varying_input(p, a);
+}
+
+bool fz_plan_held_in_shared(const fz_plan *p, int a) {
+  return p->held_shared && p->kind == FZ_PLAN_OUTER_PERSISTENT &&
+         row_varying_input(p, a);
+}
+
+/* Dynamic shared memory: a prefetching plan's two buffers, each with
+ * every prefetched access's groups for every thread; a held_shared plan's
+ * held rows, each with every held access's groups for every thread. */
 size_t fz_plan_shared_bytes(const fz_plan *p) {
-  size_t one = 0;
-  for (int a = 0; a < p->num_accesses; a++)
+  size_t one = 0, held = 0;
+  for (int a = 0; a < p->num_accesses; a++) {
+    size_t groups = (size_t)p->persistent * (size_t)p->threads *
+                    (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
     if (fz_plan_prefetched(p, a))
-      one += (size_t)p->persistent * (size_t)p->threads *
-             (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
-  return 2 * one;
+      one += groups;
+    if (fz_plan_held_in_shared(p, a))
+      held += (size_t)p->unroll * groups;
+  }
+  return 2 * one + held;
 }
 
 size_t fz_tile_element_bytes(fz_dtype d) {
@@ -454,6 +470,8 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       fz_buf_printf(&b, " slices=%d", p->column_slices);
     if (p->multipass)
       fz_buf_puts(&b, " multipass");
+    if (p->held_shared)
+      fz_buf_puts(&b, " held=shared");
     fz_buf_puts(&b, "\n");
   }
   if (p->kind == FZ_PLAN_TRANSPOSE)
@@ -493,9 +511,9 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
   if (p->kind == FZ_PLAN_OUTER_PERSISTENT)
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
-                  "persistent=%d rows-held=%d phases=%d cooperative%s\n",
+                  "persistent=%d rows-held=%d%s phases=%d cooperative%s\n",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
-                  p->unroll, p->phases,
+                  p->unroll, p->held_shared ? " in-shared" : "", p->phases,
                   p->column_slices > 1 ? slices_text : "");
   else if (fz_plan_is_persistent(p)) {
     fz_buf_printf(b,

@@ -305,6 +305,14 @@ typedef struct fz_plan {
    * keeping them, accumulating the round's row reductions in registers
    * and combining them over the block after the walk. Any row length. */
   bool multipass;
+  /* OUTER_PERSISTENT plans (sm_80+): the held rows' inputs that vary
+   * along both the rows and the row (fz_plan_held_in_shared) are kept in
+   * dynamic shared memory instead of registers: copied there once by
+   * cp.async, then every round walks the thread's held rows in a loop,
+   * reading them back and recomputing what it needs
+   * (lib/lower/persistent_held.c). Dynamic shared memory:
+   * fz_plan_shared_bytes. */
+  bool held_shared;
 } fz_plan;
 
 /* The largest cluster a plan asks for: the portable limit. */
@@ -324,6 +332,9 @@ int fz_plan_symbol_param(const fz_plan *plan, const fz_plan_node *node);
 /* Whether access `a` is one a prefetching plan copies ahead: an input
  * read in the full space that varies along the rows and the columns. */
 bool fz_plan_prefetched(const fz_plan *plan, int a);
+/* Whether access `a` is one whose held rows a held_shared plan keeps in
+ * shared memory: the same inputs as a prefetch's. */
+bool fz_plan_held_in_shared(const fz_plan *plan, int a);
 /* INNER, INNER_OUTER and OUTER persistent plans (rows held on chip). */
 bool fz_plan_is_persistent(const fz_plan *plan);
 /* INNER_OUTER and OUTER persistent plans: column reductions combined

@@ -284,6 +284,24 @@ static bool block_ok(const fz_plan *p) {
   return is_pow2(p->block_x) && is_pow2(p->block_y);
 }
 
+/* Rows held in shared memory: an outer plan's, copied by cp.async in
+ * whole 4-, 8- or 16-byte pieces a group, at least one input held. */
+static bool held_shared_ok(const fz_plan *p) {
+  if (p->kind != FZ_PLAN_OUTER_PERSISTENT)
+    return false;
+  bool any = false;
+  for (int a = 0; a < p->num_accesses; a++) {
+    if (!fz_plan_held_in_shared(p, a))
+      continue;
+    size_t bytes = (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
+    if (p->accesses[a].vector != p->vector ||
+        !(bytes == 4 || bytes == 8 || bytes % 16 == 0))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
   int last = p->rank - 1;
   if (!block_ok(p) ||
@@ -324,6 +342,11 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
                "%d column slices on a %s plan, %d groups a thread, grid %lld",
                p->column_slices, outer ? "outer" : "non-outer", p->persistent,
                (long long)p->grid_x);
+  if (p->held_shared && !held_shared_ok(p))
+    return bad(err,
+               "rows held in shared memory on %s plan whose held inputs "
+               "do not move in whole 4-, 8- or 16-byte pieces",
+               outer ? "an outer" : "a non-outer");
   /* a multipass row: one block walks it, every group masked */
   if (p->multipass)
     return p->kind == FZ_PLAN_INNER_PERSISTENT && p->block_y == 1 &&
@@ -532,6 +555,9 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
                p->cluster);
   if (p->multipass && !persistent)
     return bad(err, "a multipass row on a plan that is not persistent");
+  if (p->held_shared && !persistent)
+    return bad(err, "rows held in shared memory on a plan that is not "
+                    "persistent");
   if (persistent && (st = verify_persistent(p, err)))
     return st;
   if (p->kind == FZ_PLAN_TRANSPOSE && (st = verify_transpose(p, err)))

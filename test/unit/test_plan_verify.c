@@ -430,6 +430,29 @@ START_TEST(outer_rows_span_the_kept_axes) {
 }
 END_TEST
 
+/* Rows held in shared memory (24 rows of 4 lanes a thread): an outer
+ * plan's, whose held input moves in whole 16-byte cp.async pieces; not
+ * an x read in pieces of one lane, nor a pointwise plan. */
+START_TEST(rows_held_in_shared_memory) {
+  scheduled s;
+  fz_plan *p = schedule(&s, BATCH_NORM, "M=25088,C=256");
+  ck_assert_int_eq(p->kind, FZ_PLAN_OUTER_PERSISTENT);
+  ck_assert(p->held_shared);
+  verifies(p);
+  int x = p->nodes[find_node(p, FZ_NODE_LOAD, 0)].access;
+  ck_assert(fz_plan_held_in_shared(p, x));
+  p->accesses[x].vector = 1;
+  refused(p, "rows held in shared memory on an outer plan",
+          "whole 4-, 8- or 16-byte pieces");
+  scheduled_free(&s);
+  hand_plan h;
+  build_add(&h);
+  h.p.held_shared = true;
+  refused(&h.p, "rows held in shared memory on a plan that is not persistent",
+          NULL);
+}
+END_TEST
+
 START_TEST(row_node_in_a_pointwise_plan) {
   hand_plan h;
   build_add(&h);
@@ -537,6 +560,7 @@ static Suite *make(void) {
   tcase_add_test(sched, row_node_of_values_varying_along_the_row);
   tcase_add_test(sched, row_axes_that_are_not_the_reduced_axes);
   tcase_add_test(sched, outer_rows_span_the_kept_axes);
+  tcase_add_test(sched, rows_held_in_shared_memory);
   tcase_add_test(sched, column_reduce_in_its_operands_round);
   tcase_add_test(sched, tiled_output);
   tcase_add_test(sched, transpose_without_tiles);

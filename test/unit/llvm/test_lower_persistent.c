@@ -589,6 +589,50 @@ END_TEST
 START_TEST(batch_norm_column_slices) { check_rows_held(true); }
 END_TEST
 
+/* Batch norm holding 24 rows of 4 lanes a thread keeps them in shared
+ * memory (plan->held_shared): x is copied there by the one cp.async of
+ * the copy loop and never loaded into registers (the only 16-byte global
+ * loads are the weight's and the bias's), the thread waits for its own
+ * copies once, every round reads its rows back with 16-byte shared
+ * loads, and each round is still one barrier of the slice. The dynamic
+ * shared memory is the held rows': 24 rows of 512 threads' 16 bytes.
+ * FZ_OUTER_SHARED=0 keeps the rows in registers. */
+START_TEST(batch_norm_rows_in_shared_memory) {
+  scheduled s;
+  fz_plan *p = schedule(&s, BATCH_NORM, "M=25088,C=256");
+  ck_assert_int_eq(p->kind, FZ_PLAN_OUTER_PERSISTENT);
+  ck_assert(p->held_shared);
+  ck_assert_int_eq(p->unroll, 24);
+  ck_assert_int_eq(p->threads, 512);
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), 24u * 512u * 16u);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  if (!ptx) {
+    lowered_free(&l);
+    scheduled_free(&s);
+    return;
+  }
+  ck_assert_count(l.ir, "call void @llvm.nvvm.cp.async.cg.shared.global.16(",
+                  1);
+  ck_assert_count(l.ir, "call void @llvm.nvvm.cp.async.wait.all()", 1);
+  ck_assert(has(l.ir, "bad.grid"));
+  ck_assert_count(ptx, "ld.global.nc.v4.f32", 2);
+  ck_assert_has(after(ptx, "cp.async.wait_all"), "ld.shared.v4.f32");
+  ck_assert_count(ptx, "atom.global.add.u32", p->phases);
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+
+  setenv("FZ_OUTER_SHARED", "0", 1);
+  p = schedule(&s, BATCH_NORM, "M=25088,C=256");
+  unsetenv("FZ_OUTER_SHARED");
+  ck_assert(!p->held_shared);
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), 0);
+  scheduled_free(&s);
+}
+END_TEST
+
 /* Column sums with 8- and 4-byte accumulators over 2 points: the results
  * after the partials start at a 16-byte boundary (the partials end at byte
  * 24; the H200 faulted on 16-byte vectors there), and the workspace has
@@ -695,6 +739,7 @@ static Suite *make(void) {
   tcase_set_timeout(held, 120);
   tcase_add_test(held, batch_norm_rows_held);
   tcase_add_test(held, batch_norm_column_slices);
+  tcase_add_test(held, batch_norm_rows_in_shared_memory);
   tcase_add_test(held, outer_results_aligned);
   suite_add_tcase(s, held);
 
