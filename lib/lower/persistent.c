@@ -12,7 +12,8 @@
  *   tiles:  for (tile = ctaid.x; tile < ceil(kept / block_y); tile +=
  *           nctaid.x) the row tile * block_y + ty (a row past the end is
  *           clamped to the last one: its loads stay in bounds and its
- *           threads still meet the row's shuffles and barriers);
+ *           threads still meet the row's shuffles and barriers); a
+ *           dynamic block (one block a row) has no loop, only the test;
  *     1. the row's loads, every group at once: the only pass over the
  *        row's memory;
  *     2. rounds r = 0 .. phases: in round r, what becomes ready in it is
@@ -928,9 +929,18 @@ static bool body(pers *s) {
           s, clamped_row(s, &w, w.ctaid),
           LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, "")))
     return false;
+  /* A dynamic block has one block a row (plan.h): no loop over rows,
+   * whose backend would keep each group's run-time offset as an
+   * induction variable of its own. */
+  bool walk = !p->dynamic_block;
   fz_loop tl;
-  LLVMValueRef tile =
-      fz_emit_loop_begin(e, &tl, w.ctaid, NULL, w.tiles, "tile");
+  fz_if one;
+  LLVMValueRef tile = w.ctaid;
+  if (walk)
+    tile = fz_emit_loop_begin(e, &tl, w.ctaid, NULL, w.tiles, "tile");
+  else
+    fz_if_begin(e, &one,
+                LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, ""), "tile");
   LLVMValueRef live;
   row_start(s, tile_row(s, &w, tile, &live));
   if (p->prefetch) {
@@ -946,11 +956,14 @@ static bool body(pers *s) {
     if (!row_round(s, r, live))
       return false;
   /* the next tile's first round writes the half this tile's last read */
-  if (s->row_scratch && (p->phases & 1))
+  if (walk && s->row_scratch && (p->phases & 1))
     fz_emit_barrier(e);
   if (p->prefetch)
     fz_pers_prefetch_end(s);
-  fz_emit_loop_end(e, &tl, w.nctaid);
+  if (walk)
+    fz_emit_loop_end(e, &tl, w.nctaid);
+  else
+    fz_if_end(e, &one);
 
   if (s->outer && !fz_pers_columns(s, -1))
     return false;
