@@ -3,10 +3,14 @@
  *
  *   entry:  a guard that the row length is what the groups cover (else
  *           trap); the thread's position (tx, ty) and its groups g_k =
- *           tx + k * block_x, k < persistent (only the last may pass the
- *           row's end: it is clamped to group 0 and marked inactive),
+ *           tx + k * block_x, k < persistent (those from
+ *           persistent_full on may pass the row's end: clamped to group
+ *           0 and marked inactive),
  *           their R coordinates and offset terms, once for every row the
- *           thread will see; the CONST nodes once; for inner-outer plans,
+ *           thread will see (a dynamic block with one row axis
+ *           builds each access's group offsets where first used, one
+ *           step of block_x groups apart, instead: group_offsets); the
+ *           CONST nodes once; for inner-outer plans,
  *           whose blocks walk many rows, the COLC nodes (a weight row)
  *           once per group; the column accumulators set to identities;
  *   tiles:  for (tile = ctaid.x; tile < ceil(kept / block_y); tile +=
@@ -20,7 +24,8 @@
  *        used at once: column partials accumulated and stores issued for
  *        the values of phase r (a row past the end stores nothing and
  *        accumulates nothing; full-space stores only for groups inside
- *        the row, row-space ones by tx == 0); then, for r < phases, the
+ *        the row, a dynamic block's masked group computing what it
+ *        stores there, row-space ones by tx == 0); then, for r < phases, the
  *        row REDUCE nodes of phase r + 1: the thread's groups and lanes
  *        accumulated (an inactive group gives the identity), an
  *        all-reduce over the row's block_x threads (combine.c's butterfly
