@@ -12,7 +12,8 @@ is called once per shape, in order, and this prints per sweep:
   - the host time of each shape's first call (wall clock, from the call to
     its return, the GPU idle before it): median and maximum;
   - the kernel time of a later call (CUDA events, median of --iters after
-    warm-up) for a few shapes, against a definition with those exact sizes
+    warm-up, each call behind an L2-evicting write, as bench.py and
+    fuse-run time) for a few shapes, against a definition with those exact sizes
     (static), so that a shared kernel's cost against a specialized one
     shows. Static sizes still schedule into the size classes (the plan is
     a function of the sizes); with --compare-specialized the static
@@ -123,11 +124,21 @@ def first_call_seconds(fn, args, torch):
 
 
 def kernel_us(fn, args, torch, iters):
+    """Median GPU time of one call, in us, timed as bench.py and fuse-run
+    time: every call is enqueued behind a 256 MiB write that evicts the L2
+    cache and keeps the GPU busy while the host enqueues the call, so each
+    pair of events brackets the call's kernels alone. (With the GPU idle
+    between calls, a call whose kernels are shorter than its host path
+    from Python, about 20 us, also counted the part of that path between
+    its first event and its launch.)"""
     for _ in range(5):
         fn(*args)
+    flush = torch.empty(64 << 20, dtype=torch.int32, device="cuda")
     start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
     end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    torch.cuda.synchronize()
     for i in range(iters):
+        flush.fill_(i)
         start[i].record()
         fn(*args)
         end[i].record()
