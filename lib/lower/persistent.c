@@ -3,23 +3,29 @@
  *
  *   entry:  a guard that the row length is what the groups cover (else
  *           trap); the thread's position (tx, ty) and its groups g_k =
- *           tx + k * block_x, k < persistent (only the last may pass the
- *           row's end: it is clamped to group 0 and marked inactive),
+ *           tx + k * block_x, k < persistent (those from
+ *           persistent_full on may pass the row's end: clamped to group
+ *           0 and marked inactive),
  *           their R coordinates and offset terms, once for every row the
- *           thread will see; the CONST nodes once; for inner-outer plans,
+ *           thread will see (a dynamic block with one row axis
+ *           builds each access's group offsets where first used, one
+ *           step of block_x groups apart, instead: group_offsets); the
+ *           CONST nodes once; for inner-outer plans,
  *           whose blocks walk many rows, the COLC nodes (a weight row)
  *           once per group; the column accumulators set to identities;
  *   tiles:  for (tile = ctaid.x; tile < ceil(kept / block_y); tile +=
  *           nctaid.x) the row tile * block_y + ty (a row past the end is
  *           clamped to the last one: its loads stay in bounds and its
- *           threads still meet the row's shuffles and barriers);
+ *           threads still meet the row's shuffles and barriers); a
+ *           dynamic block (one block a row) has no loop, only the test;
  *     1. the row's loads, every group at once: the only pass over the
  *        row's memory;
  *     2. rounds r = 0 .. phases: in round r, what becomes ready in it is
  *        used at once: column partials accumulated and stores issued for
  *        the values of phase r (a row past the end stores nothing and
  *        accumulates nothing; full-space stores only for groups inside
- *        the row, row-space ones by tx == 0); then, for r < phases, the
+ *        the row, a dynamic block's masked group computing what it
+ *        stores there, row-space ones by tx == 0); then, for r < phases, the
  *        row REDUCE nodes of phase r + 1: the thread's groups and lanes
  *        accumulated (an inactive group gives the identity), an
  *        all-reduce over the row's block_x threads (combine.c's butterfly
@@ -215,6 +221,51 @@ static LLVMValueRef *offs(pers *s, int k) {
   return s->roff + (size_t)(s->G + k) * (size_t)s->p->num_accesses;
 }
 
+/* Every group's offset into access a for the current row, built here
+ * when the plan chains them (s->chain) and this row has none yet: group
+ * 0's, then each a step past the one before; a masked group reads group
+ * 0's place when it lies past the row (its values are never used). Built
+ * where first used, after the row's start, so that a dynamic block's
+ * offsets (no immediate distances: the width is the launch's) are not
+ * held from the loads to the stores; they must be built in code that
+ * every later use follows (not inside a store's branch). */
+static void group_offsets(pers *s, int a) {
+  fz_kernel *k = s->k;
+  LLVMBuilderRef b = k->e.b;
+  if (!s->chain || offs(s, 0)[a])
+    return;
+  LLVMValueRef o = LLVMBuildNSWAdd(b, s->base[a], s->roff[a], "");
+  LLVMValueRef first = o;
+  offs(s, 0)[a] = o;
+  for (int g = 1; g < s->G; g++) {
+    /* a masked group's may pass the tensor's end (and int32): it wraps,
+     * and is then not selected */
+    bool inside = g < s->p->persistent_full;
+    o = inside ? LLVMBuildNSWAdd(b, o, s->step[a], "")
+               : LLVMBuildAdd(b, o, s->step[a], "");
+    offs(s, g)[a] = inside ? o : LLVMBuildSelect(b, s->gactive[g], o, first, "");
+  }
+}
+
+static LLVMValueRef group_offset(pers *s, int g, int a) {
+  if (s->in_branch && !offs(s, 0)[a]) {
+    /* not built yet: this group's alone, dying with the branch */
+    LLVMBuilderRef b = s->k->e.b;
+    LLVMValueRef o = LLVMBuildNSWAdd(b, s->base[a], s->roff[a], "");
+    return LLVMBuildAdd(
+        b, o, LLVMBuildMul(b, s->step[a], fz_kernel_idx(s->k, g), ""), "");
+  }
+  group_offsets(s, a);
+  return offs(s, g)[a];
+}
+
+/* A masked group of a chain plan computes what it only stores inside its
+ * store branch: nothing for the threads whose group lies past the row,
+ * and not held across the other groups' stores. */
+static bool deferred(const pers *s, int g) {
+  return s->chain && g >= s->p->persistent_full;
+}
+
 /* A CONST or ROW node, one lane, in the row table (walk.c evaluates the
  * operands it reads first). */
 static fz_walk_step row_enter(void *ctx, int i) {
@@ -297,7 +348,8 @@ static bool full_leave(void *ctx, int i) {
             ? fz_pers_prefetch_load(s, i, k)
         : fz_plan_held_in_shared(p, n->access)
             ? fz_pers_held_load(s, i, k)
-            : fz_kernel_load_node(s->k, i, table, offs(s, k)[n->access], s->V);
+            : fz_kernel_load_node(s->k, i, table, group_offset(s, k, n->access),
+                                  s->V);
     if (!ok)
       return false;
   }
@@ -341,6 +393,7 @@ static bool setup(pers *s, fz_kernel *k) {
   s->rowt = calloc(nodes * V + 1, sizeof *s->rowt);
   s->done = calloc((G + 1) * nodes + 1, sizeof *s->done);
   s->base = calloc(acc, sizeof *s->base);
+  s->step = calloc(acc + 1, sizeof *s->step);
   s->pf_rowval = calloc(nodes + 1, sizeof *s->pf_rowval);
   for (int i = 0; i < p->num_nodes; i++)
     if (p->nodes[i].kind == FZ_NODE_REDUCE &&
@@ -357,7 +410,7 @@ static bool setup(pers *s, fz_kernel *k) {
   s->slice_res = calloc((size_t)s->ncol * V + 1, sizeof *s->slice_res);
   if (!s->space || !s->g || !s->gactive || !s->coord || !s->roff || !s->full ||
       !s->rowt || !s->done || !s->base || !s->colacc || !s->pf_rowval ||
-      !s->slice_res) {
+      !s->slice_res || !s->step) {
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
     return false;
   }
@@ -374,6 +427,7 @@ static void teardown(pers *s) {
   free(s->rowt);
   free(s->done);
   free(s->base);
+  free(s->step);
   free(s->colacc);
   free(s->pf_rowval);
   free(s->slice_res);
@@ -542,6 +596,17 @@ static bool entry(pers *s) {
   if (!guard_row_length(s))
     return false;
   LLVMValueRef zero = fz_kernel_idx(k, 0);
+  s->chain = p->dynamic_block && s->nr == 1;
+  if (s->chain) {
+    /* the offset terms of a step of block_x groups along the row */
+    LLVMValueRef c[FZ_MAX_RANK];
+    for (int d = 0; d < p->rank; d++)
+      c[d] = zero;
+    fz_kernel_decompose(k, times_bx(s, 1), s->raxes, s->nr, s->V, s->r_per_row,
+                        c);
+    for (int a = 0; a < A; a++)
+      s->step[a] = fz_kernel_offset(k, a, zero, c, s->rmask);
+  }
   for (int g = 0; g < s->G; g++) {
     LLVMValueRef at = LLVMBuildAdd(b, s->row_tx, times_bx(s, g), "");
     if (g < p->persistent_full) {
@@ -604,8 +669,11 @@ static void row_start(pers *s, LLVMValueRef row) {
         fz_kernel_offset(k, a, k->access[a].offset, s->row_coord, s->kmask);
     fz_set_name(s->base[a], "base.a%d", a);
     for (int g = 0; g < s->G; g++) {
-      offs(s, g)[a] = LLVMBuildNSWAdd(
-          b, s->base[a], s->roff[(size_t)g * (size_t)A + (size_t)a], "");
+      offs(s, g)[a] =
+          s->chain ? NULL /* group_offsets, where first used */
+                   : LLVMBuildNSWAdd(
+                         b, s->base[a],
+                         s->roff[(size_t)g * (size_t)A + (size_t)a], "");
     }
   }
   for (int g = 0; g < s->G; g++)
@@ -784,23 +852,49 @@ static bool row_stores(pers *s, int round, LLVMValueRef live) {
     }
   if (!full && !row)
     return true;
+  for (int i = 0; i < p->num_nodes && full; i++)
+    if (stored_in(p, &p->nodes[i], round) &&
+        p->nodes[i].space != FZ_SPACE_ROW)
+      group_offsets(s, p->nodes[i].access);
   char name[32];
   snprintf(name, sizeof name, "row.live.p%d", round);
   fz_if in_space;
   fz_if_begin(e, &in_space, live, name);
+  size_t nodes = (size_t)p->num_nodes;
+  bool *was = s->chain ? calloc(2 * nodes + 1, sizeof *was) : NULL;
+  if (s->chain && !was) {
+    fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
+    return false;
+  }
   for (int g = 0; g < s->G && full; g++) {
     fz_if st;
     snprintf(name, sizeof name, "store.p%d.g%d", round, g);
     fz_if_begin(e, &st, s->gactive[g], name);
+    bool late = deferred(s, g);
+    if (late) { /* what the branch computes is forgotten after it */
+      memcpy(was, group_done(s, g, 0), nodes * sizeof *was);
+      memcpy(was + nodes, row_done(s, 0), nodes * sizeof *was);
+      s->in_branch = true;
+    }
     for (int i = 0; i < p->num_nodes; i++) {
       const fz_plan_node *n = &p->nodes[i];
-      if (stored_in(p, n, round) && n->space != FZ_SPACE_ROW &&
-          !fz_kernel_store_node(k, i, pers_full(s, g, 0), offs(s, g)[n->access],
-                                s->V))
+      if (!stored_in(p, n, round) || n->space == FZ_SPACE_ROW)
+        continue;
+      if ((late && !eval_full(s, n->operands[0], g)) ||
+          !fz_kernel_store_node(k, i, pers_full(s, g, 0),
+                                group_offset(s, g, n->access), s->V)) {
+        free(was);
         return false;
+      }
+    }
+    if (late) {
+      memcpy(group_done(s, g, 0), was, nodes * sizeof *was);
+      memcpy(row_done(s, 0), was + nodes, nodes * sizeof *was);
+      s->in_branch = false;
     }
     fz_if_end(e, &st);
   }
+  free(was);
   if (row) {
     fz_if lead;
     snprintf(name, sizeof name, "row.store.p%d", round);
@@ -849,11 +943,14 @@ static bool row_round(pers *s, int round, LLVMValueRef live) {
         return false;
       continue;
     }
-    for (int g = 0; g < s->G; g++)
+    for (int g = 0; g < s->G; g++) {
+      if (n->kind == FZ_NODE_STORE && deferred(s, g))
+        continue; /* in its store branch (row_stores) */
       for (int k = 0; k < (n->kind == FZ_NODE_REDUCE ? n->num_operands : 1);
            k++) /* an arg-reduction's position too */
         if (!eval_full(s, n->operands[k], g))
           return false;
+    }
   }
   if (!column_accumulate(s, round, live) || !row_stores(s, round, live))
     return false;
@@ -930,9 +1027,18 @@ static bool body(pers *s) {
           s, clamped_row(s, &w, w.ctaid),
           LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, "")))
     return false;
+  /* A dynamic block has one block a row (plan.h): no loop over rows,
+   * whose backend would keep each group's run-time offset as an
+   * induction variable of its own. */
+  bool walk = !p->dynamic_block;
   fz_loop tl;
-  LLVMValueRef tile =
-      fz_emit_loop_begin(e, &tl, w.ctaid, NULL, w.tiles, "tile");
+  fz_if one;
+  LLVMValueRef tile = w.ctaid;
+  if (walk)
+    tile = fz_emit_loop_begin(e, &tl, w.ctaid, NULL, w.tiles, "tile");
+  else
+    fz_if_begin(e, &one,
+                LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, ""), "tile");
   LLVMValueRef live;
   row_start(s, tile_row(s, &w, tile, &live));
   if (p->prefetch) {
@@ -948,11 +1054,14 @@ static bool body(pers *s) {
     if (!row_round(s, r, live))
       return false;
   /* the next tile's first round writes the half this tile's last read */
-  if (s->row_scratch && (p->phases & 1))
+  if (walk && s->row_scratch && (p->phases & 1))
     fz_emit_barrier(e);
   if (p->prefetch)
     fz_pers_prefetch_end(s);
-  fz_emit_loop_end(e, &tl, w.nctaid);
+  if (walk)
+    fz_emit_loop_end(e, &tl, w.nctaid);
+  else
+    fz_if_end(e, &one);
 
   if (s->outer && !fz_pers_columns(s, -1))
     return false;

@@ -72,6 +72,15 @@ typedef struct pers {
   LLVMValueRef *gactive;  /* [G] i1: the group lies inside the row */
   LLVMValueRef (*coord)[FZ_MAX_RANK]; /* [G] R coordinates, then the row's */
   LLVMValueRef *roff; /* [G * accesses] R terms of each offset */
+  /* A dynamic block with one row axis: a group's offsets are built where
+   * they are used, each a step (a run-time multiple of the width:
+   * step[access]) past the one before, rather than kept from the row's
+   * start (persistent.c: group_offsets). */
+  bool chain;
+  LLVMValueRef *step;
+  /* chain plans: inside a masked group's store branch, where what is
+   * computed holds only there (row_stores) */
+  bool in_branch;
   LLVMValueRef *full; /* [G][node][V] values of the current row */
   LLVMValueRef *rowt; /* [node][V] one-lane values (CONST, ROW) */
   bool *done;         /* [(G + 1) * node]: group tables, row table */

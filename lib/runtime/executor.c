@@ -68,6 +68,7 @@ fz_status fz_executor_create(const fz_fusion *fusion, fz_device *device,
   ex->opt_level = 3;
   const char *classes = getenv("FZ_PLAN_CLASSES");
   ex->exact_sizes = classes && strcmp(classes, "off") == 0;
+  ex->always_classes = classes && strcmp(classes, "always") == 0;
   const char *grid = getenv("FZ_GRID_AT_LOAD");
   ex->grid_from_estimate = grid && strcmp(grid, "off") == 0;
   ex->max_signatures = FZ_EXECUTOR_DEFAULT_SIGNATURES;

@@ -113,8 +113,10 @@ struct fz_executor {
   int opt_level;
   /* FZ_PLAN_CLASSES=off when the executor was made: plans for each call's
    * exact sizes, no kernel shared by a size class (fz_problem's
-   * exact_sizes), to measure what sharing costs. */
-  bool exact_sizes;
+   * exact_sizes), to measure what sharing costs; FZ_PLAN_CLASSES=always:
+   * size-class plans from the first call on, as once sizes vary, to
+   * measure a class kernel at one size. */
+  bool exact_sizes, always_classes;
   /* FZ_GRID_AT_LOAD=off when the executor was made: reduction grids keep
    * the scheduler's estimate of the residency instead of being sized from
    * the loaded kernel's occupancy (lib/sched/split_grid.h), to measure

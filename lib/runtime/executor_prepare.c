@@ -356,7 +356,8 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                         .outputs = dout,
                         .symbols = b->values,
                         .device = info,
-                        .exact_sizes = ex->exact_sizes || !ex->sizes_vary};
+                        .exact_sizes = ex->exact_sizes ||
+                                       (!ex->sizes_vary && !ex->always_classes)};
 
   /* Every output empty: nothing to compute, so nothing is segmented or
    * scheduled (heuristics need not cope with empty spaces); the entry has

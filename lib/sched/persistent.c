@@ -240,8 +240,14 @@ typedef struct row_shape {
  *     per call (dynamic_block), one row a block.
  * In both, the later half of the held groups is masked by the run-time
  * row length: with block_x >= 64 threads in whole warps, a row of G
- * groups has G > most * (block_x - 32) >= most / 2 * block_x. */
-static bool row_class(int64_t groups, int v, int per_element,
+ * groups has G > most * (block_x - 32) >= most / 2 * block_x.
+ * A dynamic block is launched one a row (heuristics: grid = rows, at
+ * most FZ_PLAN_DYNAMIC_MAX_GRID), so that its kernel has no loop over
+ * rows: a loop made the backend keep every group's offset as an
+ * induction variable of its own (the block width, hence every group's
+ * distance, is a run-time value), 92 registers a thread for softmax
+ * against 63 without the loop (ptxas, sm_90). */
+static bool row_class(int64_t groups, int64_t rows, int v, int per_element,
                       row_shape *out) {
   int64_t most = v == 1 ? 16 : 8;
   while (most > 2 && most * v * per_element > 128)
@@ -253,7 +259,8 @@ static bool row_class(int64_t groups, int v, int per_element,
     *out = (row_shape){32, held, held / 2, false};
     return true;
   }
-  if (groups > FZ_PLAN_DYNAMIC_MAX_THREADS * most)
+  if (groups > FZ_PLAN_DYNAMIC_MAX_THREADS * most ||
+      rows > FZ_PLAN_DYNAMIC_MAX_GRID)
     return false;
   *out = (row_shape){fz_cdiv(fz_cdiv(groups, most), 32) * 32, most, most / 2,
                      true};
@@ -306,7 +313,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   int per_element = (full_loads ? full_loads : 1) + columns;
   row_shape shape;
   if (p->kind != FZ_PLAN_INNER_PERSISTENT || pb->exact_sizes ||
-      !row_class(groups, v, per_element, &shape)) {
+      !row_class(groups, rows, v, per_element, &shape)) {
     int64_t bx = groups < 32 ? fz_pow2_ceil(groups) : 32;
     while ((fz_cdiv(groups, bx) > 8 ||
             fz_cdiv(groups, bx) * v * per_element > 128) &&
@@ -347,7 +354,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
     p->cooperative = true;
   } else {
     int64_t cap = (int64_t)pb->device.num_sms * blocks_per_sm * 8;
-    p->grid_x = tiles < cap ? tiles : cap;
+    p->grid_x = tiles < cap || shape.dynamic ? tiles : cap;
   }
   p->blocks = p->grid_x;
   choose_prefetch(pb, p, tiles);

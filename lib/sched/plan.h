@@ -238,7 +238,8 @@ typedef struct fz_plan {
    * With dynamic_block (inner persistent plans only), block_x is not
    * compiled in: the kernel reads it from the launch (blockDim.x, a
    * multiple of 32 up to FZ_PLAN_DYNAMIC_MAX_THREADS, block_y 1), and
-   * the scheduler picks it per call. Both make a plan class coarse: the
+   * the scheduler picks it per call; such a plan has one block a row
+   * (grid_x is the row count) and its kernel no loop over rows. Both make a plan class coarse: the
    * kernel of one class serves every row length of a range (fz_plan_key
    * leaves block_x and threads out when dynamic). */
   int persistent_full;
@@ -351,6 +352,10 @@ enum { FZ_PLAN_MAX_PHASES = 64 };
  * at most this many threads (maxntid), which leaves it 128 registers a
  * thread. */
 enum { FZ_PLAN_DYNAMIC_MAX_THREADS = 512 };
+/* A dynamic_block plan launches one block a row (grid_x is the row
+ * count, its kernel has no loop over rows): at most this many rows,
+ * CUDA's largest grid.x. */
+#define FZ_PLAN_DYNAMIC_MAX_GRID INT64_C(2147483647)
 
 /* argreduce.c: arg-reductions (argmax, argmin). Their REDUCE node reads
  * the value (operands[0]) and its i64 position (operands[1], a full-space

@@ -275,12 +275,14 @@ static fz_status verify_reduction_node(const fz_plan *p, int i, fz_error *err) {
 /* ---- persistent plans ---------------------------------------------------- */
 
 /* A dynamic block is whole warps of one row, up to the width its kernel
- * is compiled for; a static one, powers of two. */
+ * is compiled for, one block a row (its kernel has no loop over rows);
+ * a static one, powers of two. */
 static bool block_ok(const fz_plan *p) {
   if (p->dynamic_block)
     return p->kind == FZ_PLAN_INNER_PERSISTENT && p->block_y == 1 &&
            p->block_x % 32 == 0 &&
-           p->block_x <= FZ_PLAN_DYNAMIC_MAX_THREADS && !p->prefetch;
+           p->block_x <= FZ_PLAN_DYNAMIC_MAX_THREADS && !p->prefetch &&
+           p->grid_x == fz_plan_rows(p);
   return is_pow2(p->block_x) && is_pow2(p->block_y);
 }
 

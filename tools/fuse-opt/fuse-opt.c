@@ -43,6 +43,7 @@ enum {
   OPT_PRINT_AXIS_MAP,
   OPT_ARCH,
   OPT_BIND,
+  OPT_EXACT_SIZES,
 };
 
 static const cli_option options[] = {
@@ -71,6 +72,10 @@ static const cli_option options[] = {
     {"bind", 0, "SYM=N[,...]",
      "extent of symbol SYM (default 8)",
      OPT_BIND},
+    {"exact-sizes", 0, NULL,
+     "plan for exactly the bound sizes, without size classes (as "
+     "FZ_PLAN_CLASSES=off at run time)",
+     OPT_EXACT_SIZES},
     {"help", 'h', NULL, "print this and exit", 'h'},
     {"version", 'V', NULL, "print the versions of fuse-opt and LLVM",
      'V'},
@@ -201,6 +206,9 @@ static int parse_args(int argc, char **argv, fo_options *o) {
       break;
     case OPT_BIND:
       rc = add_binds(o, v);
+      break;
+    case OPT_EXACT_SIZES:
+      o->exact_sizes = true;
       break;
     case OPT_ARCH:
       if (strncmp(v, "sm_", 3) != 0 || !cli_int_in(v + 3, 70, 200, &n))

@@ -33,6 +33,7 @@ typedef struct fo_options {
   fo_bind binds[FO_MAX_BINDS];
   int num_binds;
   int sm; /* --arch=sm_NN for sched/llvm/ptx (default 90) */
+  bool exact_sizes; /* --exact-sizes: fz_problem's exact_sizes */
 } fo_options;
 
 /* ---- output.c: -o FILE ------------------------------------------------ */

@@ -7,7 +7,9 @@
  * tensor laid out as declared (row-major when undeclared; a non-contiguous
  * axis gets a one-element gap so that it stays visibly non-contiguous),
  * pointers 16-byte aligned, and the device an H200 (fz_device_info_default)
- * with --arch's compute capability.
+ * with --arch's compute capability. Plans are those of a call whose sizes
+ * vary (size classes, lib/sched/persistent.c) unless --exact-sizes asks
+ * for the plan of exactly the bound sizes.
  */
 #include "fuse-opt.h"
 
@@ -87,7 +89,8 @@ static fz_status make_problem(fz_fusion *f, const fo_options *o, FILE *out,
     return st;
   sp->problem = (fz_problem){.fusion = f, .inputs = in, .outputs = outs,
                              .symbols = sp->symbols,
-                             .device = fz_device_info_default(o->sm)};
+                             .device = fz_device_info_default(o->sm),
+                             .exact_sizes = o->exact_sizes};
   return FZ_OK;
 }
 
