@@ -23,6 +23,9 @@
  *                 the files below it are its own (persistent.h):
  *     persistent_columns.c   the column half: block partials of column
  *                            reductions, the grid barrier, the final pass
+ *     persistent_column_cluster.c  column partials summed across a
+ *                            thread-block cluster before they are
+ *                            published
  *     persistent_prefetch.c  the next row's loads copied ahead into
  *                            shared memory
  *     persistent_cluster.c   a row shared by a thread-block cluster: the
