@@ -25,6 +25,9 @@
  *                            barrier among the blocks of one slice
  *     persistent_columns.c   the column half: block partials of column
  *                            reductions, the grid barrier, the final pass
+ *     persistent_column_cluster.c  column partials summed across a
+ *                            thread-block cluster before they are
+ *                            published
  *     persistent_prefetch.c  the next row's loads copied ahead into
  *                            shared memory
  *     persistent_held.c      an outer plan's held rows kept in shared

@@ -5,12 +5,15 @@
  * prefetch of the next row (persistent_prefetch.c), an outer plan's rows
  * held in shared memory (persistent_held.c), the column slices of an
  * outer plan (persistent_slices.c), the exchange of a cluster plan's row
- * reductions (persistent_cluster.c), the walks of a multipass plan
- * (persistent_multipass.c) and what they share (persistent_common.c).
- * persistent.c calls the others but persistent_multipass.c, which
- * lower.c calls and which calls persistent.c; persistent_columns.c,
- * persistent_prefetch.c, persistent_held.c and persistent_cluster.c call
- * only persistent_common.c.
+ * reductions (persistent_cluster.c), the cluster combine of a
+ * column_cluster plan's column partials (persistent_column_cluster.c),
+ * the walks of a multipass plan (persistent_multipass.c) and what they
+ * share (persistent_common.c). persistent.c calls the others but
+ * persistent_multipass.c, which lower.c calls and which calls
+ * persistent.c; persistent_columns.c calls persistent_column_cluster.c,
+ * which calls persistent_cluster.c; persistent_prefetch.c,
+ * persistent_held.c and persistent_cluster.c call only
+ * persistent_common.c.
  *
  * Every node lives in one of five spaces, decided from its plan space
  * (node->space) and, within the full space, from what it varies along: a
@@ -151,6 +154,16 @@ bool fz_pers_copy_async(pers *s, LLVMValueRef dst, LLVMValueRef src,
  * trades no spills for an occupancy the launch does not have. */
 void fz_pers_blocks_an_sm(pers *s, int n);
 
+/* Column REDUCE node j's accumulator dtype. */
+fz_dtype fz_pers_col_acc(const pers *s, int j);
+/* n lanes of type t (`size` bytes each) at consecutive elements from
+ * `at`, in 16-byte (or narrower) vectors aligned to their size: the
+ * workspace's regions and the column exchange are laid out for them. */
+void fz_pers_store_lanes(fz_emit *e, LLVMTypeRef t, size_t size,
+                         LLVMValueRef at, const LLVMValueRef *v, int n);
+void fz_pers_load_lanes(fz_emit *e, LLVMTypeRef t, size_t size,
+                        LLVMValueRef at, LLVMValueRef *v, int n);
+
 /* ---- persistent_prefetch.c ----------------------------------------------- */
 
 /* Before the row loop, the first row's copies (`first`: the clamped row
@@ -191,6 +204,29 @@ bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,
 /* Before the kernel returns: no block leaves while another may still read
  * its shared memory. */
 void fz_pers_cluster_exit(pers *s);
+/* The pieces persistent_column_cluster.c shares: the block's rank in its
+ * cluster into s->cl_rank, trapping unless the cluster has `cluster`
+ * blocks; the generic address of shared variable `shared` (addrspace 3)
+ * in the shared memory of the cluster's block `rank` (i32, mapa); and the
+ * two halves of a cluster barrier (arrive: release, wait: acquire). */
+bool fz_pers_cluster_join(pers *s, int cluster);
+LLVMValueRef fz_pers_cluster_map(pers *s, LLVMValueRef shared,
+                                 LLVMValueRef rank);
+void fz_pers_cluster_arrive(fz_emit *e);
+void fz_pers_cluster_wait(fz_emit *e);
+
+/* ---- persistent_column_cluster.c ----------------------------------------- */
+
+/* A column_cluster plan's step 2 (persistent_columns.c), instead of each
+ * block's publication: with vals as fz_pers_block_partials leaves them,
+ * the cluster's blocks sum their partials through distributed shared
+ * memory, each its share of the columns, in rank order, and store the
+ * sums in row %clusterid.x of the workspace (region[j]: column REDUCE
+ * node j's, `points` accumulators a row, i64). Ends with a cluster
+ * barrier's arrive: its wait must come before the kernel returns, after
+ * the grid barrier. Every thread must call it. */
+bool fz_pers_cluster_publish(pers *s, const LLVMValueRef *region,
+                             LLVMValueRef points, LLVMValueRef *vals);
 
 /* ---- persistent.c, for persistent_multipass.c ----------------------------- */
 

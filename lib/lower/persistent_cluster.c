@@ -23,6 +23,8 @@
  * The kernel traps unless it is launched in clusters of plan->cluster
  * blocks, and ends with one more cluster barrier: a block's shared memory
  * must outlive every read of it from the other blocks.
+ * The rank and its trap, mapa and the two halves of the cluster barrier
+ * serve persistent_column_cluster.c too.
  */
 #include "persistent.h"
 
@@ -63,6 +65,28 @@ static LLVMValueRef slot_index(fz_emit *e, int words, LLVMValueRef first,
   return at;
 }
 
+bool fz_pers_cluster_join(pers *s, int cluster) {
+  fz_emit *e = &s->k->e;
+  LLVMValueRef size = fz_emit_sreg(e, "cluster.nctarank");
+  s->cl_rank = fz_emit_sreg(e, "cluster.ctarank");
+  if (!size || !s->cl_rank)
+    return false;
+  fz_set_name(s->cl_rank, "cluster.rank");
+  LLVMValueRef bad =
+      LLVMBuildICmp(e->b, LLVMIntNE, size, fz_emit_i32(e, (unsigned)cluster), "");
+  return fz_pers_trap_if(s, bad, "cluster");
+}
+
+LLVMValueRef fz_pers_cluster_map(pers *s, LLVMValueRef shared,
+                                 LLVMValueRef rank) {
+  fz_emit *e = &s->k->e;
+  LLVMValueRef args[2] = {
+      LLVMBuildAddrSpaceCast(e->b, shared,
+                             LLVMPointerTypeInContext(e->ctx, 0), ""),
+      rank};
+  return fz_emit_intrinsic(e, "llvm.nvvm.mapa", NULL, 0, args, 2);
+}
+
 bool fz_pers_cluster_entry(pers *s) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
@@ -72,14 +96,7 @@ bool fz_pers_cluster_entry(pers *s) {
    * time (lib/sched/persistent_cluster.c): 64 registers a thread */
   if (p->threads <= 512)
     fz_pers_blocks_an_sm(s, 2);
-  LLVMValueRef size = fz_emit_sreg(e, "cluster.nctarank");
-  s->cl_rank = fz_emit_sreg(e, "cluster.ctarank");
-  if (!size || !s->cl_rank)
-    return false;
-  fz_set_name(s->cl_rank, "cluster.rank");
-  LLVMValueRef bad =
-      LLVMBuildICmp(b, LLVMIntNE, size, fz_emit_i32(e, (unsigned)p->cluster), "");
-  if (!fz_pers_trap_if(s, bad, "cluster"))
+  if (!fz_pers_cluster_join(s, p->cluster))
     return false;
   LLVMValueRef first = LLVMBuildNUWMul(
       b, LLVMBuildZExt(b, s->cl_rank, e->t_idx, ""),
@@ -100,18 +117,22 @@ bool fz_pers_cluster_entry(pers *s) {
   /* the slots of block (lane mod c), where this thread reads */
   LLVMValueRef from =
       LLVMBuildAnd(b, s->bs.tid, fz_emit_i32(e, (unsigned)p->cluster - 1), "");
-  LLVMValueRef args[2] = {
-      LLVMBuildAddrSpaceCast(b, s->cl_slots,
-                             LLVMPointerTypeInContext(e->ctx, 0), ""),
-      from};
-  s->cl_remote = fz_emit_intrinsic(e, "llvm.nvvm.mapa", NULL, 0, args, 2);
+  s->cl_remote = fz_pers_cluster_map(s, s->cl_slots, from);
   fz_set_name(s->cl_remote, "cluster.remote");
   return !e->failed;
 }
 
-static void cluster_barrier(fz_emit *e) {
+void fz_pers_cluster_arrive(fz_emit *e) {
   fz_emit_intrinsic(e, "llvm.nvvm.barrier.cluster.arrive", NULL, 0, NULL, 0);
+}
+
+void fz_pers_cluster_wait(fz_emit *e) {
   fz_emit_intrinsic(e, "llvm.nvvm.barrier.cluster.wait", NULL, 0, NULL, 0);
+}
+
+static void cluster_barrier(fz_emit *e) {
+  fz_pers_cluster_arrive(e);
+  fz_pers_cluster_wait(e);
 }
 
 bool fz_pers_cluster_combine(pers *s, const fz_reduce_set *rs,

@@ -8,7 +8,10 @@
  *      the workspace: block b's partial of column c at [b * R + c] of the
  *      node's region, gridDim.x * R accumulators per region, regions
  *      ordered by accumulator size (widest first, so every region stays
- *      aligned for vector stores), else in node order;
+ *      aligned for vector stores), else in node order; a column_cluster
+ *      plan first combines the partials of a cluster's blocks and
+ *      publishes one row per cluster (persistent_column_cluster.c), whose
+ *      last cluster barrier waits after the grid barrier;
  *   3. a grid-wide barrier (the launch is cooperative, every block is
  *      resident): a block barrier orders the block's published partials
  *      before thread 0's fence (the fence is cumulative, as in CUDA's
@@ -39,10 +42,6 @@
 /* Shared memory for the ty tree, as combine.c's outer layout budgets it. */
 enum { COLUMN_SCRATCH_BUDGET = 16 * 1024 };
 
-static fz_dtype col_acc(const pers *s, int j) {
-  return fz_reduce_acc_dtype(s->p->nodes[s->colnode[j]].dtype);
-}
-
 /* Whether column node j is combined in the current call: every one
  * after an inner-outer row loop; those of the round's phase in an outer
  * plan. */
@@ -56,8 +55,8 @@ static bool in_round(const pers *s, int j) {
 static size_t widest_acc(const pers *s) {
   size_t w = 0;
   for (int j = 0; j < s->ncol; j++)
-    if (fz_dtype_size(col_acc(s, j)) > w)
-      w = fz_dtype_size(col_acc(s, j));
+    if (fz_dtype_size(fz_pers_col_acc(s, j)) > w)
+      w = fz_dtype_size(fz_pers_col_acc(s, j));
   return w;
 }
 
@@ -89,7 +88,7 @@ static bool block_partials(pers *s, LLVMValueRef *vals) {
   for (int j = 0; j < s->ncol; j++) {
     if (!in_round(s, j))
       continue;
-    LLVMTypeRef t = fz_emit_reg_type(e, col_acc(s, j));
+    LLVMTypeRef t = fz_emit_reg_type(e, fz_pers_col_acc(s, j));
     for (int g = 0; g < s->G; g++)
       for (int l = 0; l < s->V; l++)
         vals[j * lanes + g * s->V + l] =
@@ -115,7 +114,7 @@ bool fz_pers_ty_combine(pers *s, LLVMValueRef *vals) {
     fz_reduce_set one = {.count = 1};
     one.node[0] = s->colnode[j];
     one.code[0] = n->code;
-    one.acc[0] = col_acc(s, j);
+    one.acc[0] = fz_pers_col_acc(s, j);
     if (!fz_emit_column_combine(k, &one, &lay, &s->bs, vals + j * lanes))
       return false;
   }
@@ -126,6 +125,9 @@ bool fz_pers_ty_combine(pers *s, LLVMValueRef *vals) {
 
 typedef struct wspace {
   LLVMValueRef blocks;                          /* gridDim.x, i64 */
+  /* rows of partials, i64: gridDim.x, or the clusters of a
+   * column_cluster plan (persistent_column_cluster.c) */
+  LLVMValueRef rows;
   LLVMValueRef points;                          /* R, i64 */
   LLVMValueRef region[PERS_MAX_COLUMN_REDUCES]; /* per column node */
   LLVMValueRef result[PERS_MAX_COLUMN_REDUCES]; /* OUTER: R results each */
@@ -136,12 +138,15 @@ static void workspace_regions(pers *s, wspace *w) {
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   w->blocks = fz_emit_zext_i64(e, fz_emit_sreg(e, "nctaid.x"));
+  w->rows = s->p->column_cluster
+                ? fz_emit_zext_i64(e, fz_emit_sreg(e, "nclusterid.x"))
+                : w->blocks;
   w->points = LLVMBuildMul(b, fz_emit_zext_i64(e, s->r_groups), fz_emit_i64(e, s->V), "R");
-  LLVMValueRef stride = LLVMBuildMul(b, w->blocks, w->points, "");
+  LLVMValueRef stride = LLVMBuildMul(b, w->rows, w->points, "");
   size_t before = 0;
   for (size_t size = 8; size >= 1; size /= 2)
     for (int j = 0; j < s->ncol; j++) {
-      if (fz_dtype_size(col_acc(s, j)) != size)
+      if (fz_dtype_size(fz_pers_col_acc(s, j)) != size)
         continue;
       LLVMValueRef bytes =
           LLVMBuildMul(b, stride, fz_emit_i64(e, (int64_t)before), "");
@@ -162,7 +167,7 @@ static void workspace_regions(pers *s, wspace *w) {
   size_t after = 0;
   for (size_t size = 8; size >= 1 && s->held; size /= 2)
     for (int j = 0; j < s->ncol; j++) {
-      if (fz_dtype_size(col_acc(s, j)) != size)
+      if (fz_dtype_size(fz_pers_col_acc(s, j)) != size)
         continue;
       LLVMValueRef bytes = LLVMBuildAdd(
           b, partials, LLVMBuildMul(b, w->points, fz_emit_i64(e, (int64_t)after), ""),
@@ -177,56 +182,15 @@ static void workspace_regions(pers *s, wspace *w) {
 static LLVMValueRef result_ptr(pers *s, const wspace *w, int j,
                                LLVMValueRef index) {
   fz_emit *e = &s->k->e;
-  LLVMTypeRef t = fz_emit_reg_type(e, col_acc(s, j));
+  LLVMTypeRef t = fz_emit_reg_type(e, fz_pers_col_acc(s, j));
   return LLVMBuildInBoundsGEP2(e->b, t, w->result[j], &index, 1, "");
 }
 
 static LLVMValueRef ws_ptr(pers *s, const wspace *w, int j,
                            LLVMValueRef index) {
   fz_emit *e = &s->k->e;
-  LLVMTypeRef t = fz_emit_reg_type(e, col_acc(s, j));
+  LLVMTypeRef t = fz_emit_reg_type(e, fz_pers_col_acc(s, j));
   return LLVMBuildInBoundsGEP2(e->b, t, w->region[j], &index, 1, "");
-}
-
-/* Lanes per vector instruction for `size`-byte elements. */
-static int chunk_of(int lanes, size_t size) {
-  int c = (int)(16 / size);
-  return c < lanes ? c : lanes;
-}
-
-/* n lanes at consecutive elements from `at`: 16-byte (or narrower)
- * vectors, aligned as the region layout guarantees. */
-static void store_lanes(fz_emit *e, LLVMTypeRef t, size_t size, LLVMValueRef at,
-                        const LLVMValueRef *v, int n) {
-  int c = chunk_of(n, size);
-  for (int l0 = 0; l0 < n; l0 += c) {
-    LLVMValueRef off = fz_emit_i64(e, l0);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
-    LLVMValueRef x = v[l0];
-    if (c > 1) {
-      x = LLVMGetPoison(LLVMVectorType(t, (unsigned)c));
-      for (int i = 0; i < c; i++)
-        x = LLVMBuildInsertElement(e->b, x, v[l0 + i], fz_emit_i32(e, (unsigned)i),
-                                   "");
-    }
-    LLVMSetAlignment(LLVMBuildStore(e->b, x, p), (unsigned)(c * (int)size));
-  }
-}
-
-static void load_lanes(fz_emit *e, LLVMTypeRef t, size_t size, LLVMValueRef at,
-                       LLVMValueRef *v, int n) {
-  int c = chunk_of(n, size);
-  for (int l0 = 0; l0 < n; l0 += c) {
-    LLVMValueRef off = fz_emit_i64(e, l0);
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
-    LLVMTypeRef vt = c > 1 ? LLVMVectorType(t, (unsigned)c) : t;
-    LLVMValueRef x = LLVMBuildLoad2(e->b, vt, p, "");
-    LLVMSetAlignment(x, (unsigned)(c * (int)size));
-    for (int i = 0; i < c; i++)
-      v[l0 + i] =
-          c > 1 ? LLVMBuildExtractElement(e->b, x, fz_emit_i32(e, (unsigned)i), "")
-                : x;
-  }
 }
 
 static bool publish(pers *s, const wspace *w, LLVMValueRef *vals) {
@@ -248,8 +212,8 @@ static bool publish(pers *s, const wspace *w, LLVMValueRef *vals) {
         b, row, LLVMBuildMul(b, fz_emit_zext_i64(e, s->g[g]), fz_emit_i64(e, s->V), ""), "");
     for (int j = 0; j < s->ncol; j++)
       if (in_round(s, j))
-        store_lanes(e, fz_emit_reg_type(e, col_acc(s, j)),
-                  fz_dtype_size(col_acc(s, j)), ws_ptr(s, w, j, at),
+        fz_pers_store_lanes(e, fz_emit_reg_type(e, fz_pers_col_acc(s, j)),
+                  fz_dtype_size(fz_pers_col_acc(s, j)), ws_ptr(s, w, j, at),
                   vals + j * lanes + g * s->V, s->V);
     fz_if_end(e, &in_row);
   }
@@ -434,9 +398,9 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
     LLVMValueRef at =
         LLVMBuildAdd(b, LLVMBuildMul(b, bu, w->points, ""), col, "");
     for (int j = 0; j < s->ncol; j++) {
-      fz_dtype t = col_acc(s, j);
+      fz_dtype t = fz_pers_col_acc(s, j);
       if (in_round(s, j))
-        load_lanes(e, fz_emit_reg_type(e, t), fz_dtype_size(t),
+        fz_pers_load_lanes(e, fz_emit_reg_type(e, t), fz_dtype_size(t),
                    ws_ptr(s, w, j, at), got + u * lanes + j * s->V, s->V);
     }
   }
@@ -444,7 +408,7 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
     for (int j = 0; j < s->ncol; j++) {
       if (!in_round(s, j))
         continue;
-      fz_dtype t = col_acc(s, j);
+      fz_dtype t = fz_pers_col_acc(s, j);
       fz_opcode code = s->p->nodes[s->colnode[j]].code;
       for (int l = 0; l < s->V; l++) {
         LLVMValueRef slot = acc[j * s->V + l];
@@ -472,7 +436,7 @@ static bool combine_slices(pers *s, LLVMValueRef *acc, int width,
   for (int j = 0; j < s->ncol; j++) {
     if (!in_round(s, j))
       continue;
-    fz_dtype t = col_acc(s, j);
+    fz_dtype t = fz_pers_col_acc(s, j);
     fz_opcode code = s->p->nodes[s->colnode[j]].code;
     for (int l = 0; l < s->V; l++) {
       LLVMValueRef v =
@@ -521,7 +485,7 @@ static bool final_pass(pers *s, const wspace *w) {
   for (int j = 0; ok && j < s->ncol; j++)
     for (int l = 0; l < s->V; l++)
       acc[j * s->V + l] = fz_pers_entry_alloca(
-          s, fz_emit_reg_type(e, col_acc(s, j)), "col.sum");
+          s, fz_emit_reg_type(e, fz_pers_col_acc(s, j)), "col.sum");
 
   LLVMValueRef tid = fz_emit_zext_i64(e, s->bs.tid);
   LLVMValueRef slice =
@@ -542,12 +506,12 @@ static bool final_pass(pers *s, const wspace *w) {
     gc = LLVMBuildSelect(b, valid, gc, fz_emit_i64(e, 0), "");
     for (int j = 0; j < s->ncol; j++) {
       const fz_plan_node *n = &p->nodes[s->colnode[j]];
-      LLVMValueRef id = fz_reduce_identity(e, n->code, col_acc(s, j));
+      LLVMValueRef id = fz_reduce_identity(e, n->code, fz_pers_col_acc(s, j));
       for (int l = 0; l < s->V; l++)
         LLVMBuildStore(b, id, acc[j * s->V + l]);
     }
     col = LLVMBuildMul(b, gc, fz_emit_i64(e, s->V), "col.point");
-    ok = sum_blocks(s, w, acc, col, slice, w->blocks, slices) &&
+    ok = sum_blocks(s, w, acc, col, slice, w->rows, slices) &&
          combine_slices(s, acc, slices, mask);
   }
   fz_if writer;
@@ -561,24 +525,25 @@ static bool final_pass(pers *s, const wspace *w) {
     for (int j = 0; j < s->ncol; j++) {
       int i = s->colnode[j];
       LLVMValueRef *out = fz_slot_val(p, c.vals, i);
-      LLVMTypeRef at = fz_emit_reg_type(e, col_acc(s, j));
+      LLVMTypeRef at = fz_emit_reg_type(e, fz_pers_col_acc(s, j));
       LLVMValueRef got[FZ_LOWER_MAX_LANES];
       if (in_round(s, j)) {
         for (int l = 0; l < s->V; l++)
           got[l] = LLVMBuildLoad2(b, at, acc[j * s->V + l], "");
         /* an outer plan's rows read the results back */
         if (s->held)
-          store_lanes(e, at, fz_dtype_size(col_acc(s, j)),
+          fz_pers_store_lanes(e, at, fz_dtype_size(fz_pers_col_acc(s, j)),
                       result_ptr(s, w, j, col), got, s->V);
       } else if (s->held && p->nodes[i].phase <= s->col_round) {
         /* an earlier round's result, for outputs that combine rounds */
-        load_lanes(e, at, fz_dtype_size(col_acc(s, j)),
+        fz_pers_load_lanes(e, at, fz_dtype_size(fz_pers_col_acc(s, j)),
                    result_ptr(s, w, j, col), got, s->V);
       } else {
         continue;
       }
       for (int l = 0; l < s->V; l++)
-        out[l] = fz_emit_convert(e, got[l], col_acc(s, j), p->nodes[i].dtype);
+        out[l] = fz_emit_convert(e, got[l], fz_pers_col_acc(s, j),
+                                 p->nodes[i].dtype);
       c.done[i] = true;
     }
     ok = ok && fz_pers_col_stores(s, &c);
@@ -608,12 +573,18 @@ bool fz_pers_columns(pers *s, int round) {
   bool ok = block_partials(s, vals);
   if (ok) {
     workspace_regions(s, &w);
-    ok = publish(s, &w, vals);
+    ok = s->p->column_cluster
+             ? fz_pers_cluster_publish(s, w.region, w.points, vals)
+             : publish(s, &w, vals);
   }
   free(vals);
   if (!ok)
     return false;
   grid_barrier(s);
+  /* every block of the cluster is past its reads of the others' shared
+   * memory (they all passed the grid barrier), so a block may leave */
+  if (s->p->column_cluster)
+    fz_pers_cluster_wait(e);
   if (!final_pass(s, &w))
     return false;
   /* an outer plan's rows read the results: every block's must be out */
@@ -627,12 +598,12 @@ bool fz_pers_column_results(pers *s, int round, int j, LLVMValueRef *res) {
   s->col_round = round;
   wspace w;
   workspace_regions(s, &w);
-  fz_dtype acc = col_acc(s, j);
+  fz_dtype acc = fz_pers_col_acc(s, j);
   LLVMTypeRef t = fz_emit_reg_type(e, acc);
   fz_dtype to = s->p->nodes[s->colnode[j]].dtype;
   for (int g = 0; g < s->G; g++) {
     LLVMValueRef at = LLVMBuildMul(e->b, fz_emit_zext_i64(e, s->g[g]), fz_emit_i64(e, s->V), "");
-    load_lanes(e, t, fz_dtype_size(acc), result_ptr(s, &w, j, at),
+    fz_pers_load_lanes(e, t, fz_dtype_size(acc), result_ptr(s, &w, j, at),
                res + g * s->V, s->V);
     for (int l = 0; l < s->V; l++)
       if (!(res[g * s->V + l] = fz_emit_convert(e, res[g * s->V + l], acc, to)))
@@ -658,5 +629,5 @@ bool fz_pers_sum_partials(pers *s, LLVMValueRef *acc, LLVMValueRef col,
                           LLVMValueRef from, int step) {
   wspace w;
   workspace_regions(s, &w);
-  return sum_blocks(s, &w, acc, col, from, w.blocks, step);
+  return sum_blocks(s, &w, acc, col, from, w.rows, step);
 }

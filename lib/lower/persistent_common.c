@@ -1,9 +1,10 @@
 /* persistent_common.c - what the persistent skeleton's files share
  * (persistent.c, persistent_columns.c, persistent_prefetch.c,
- * persistent_held.c, persistent_cluster.c): allocas in the entry block,
- * the offset bases of a row, the trap of a launch the kernel was not
- * built for, the cp.async copy of a thread's group, and the blocks an SM
- * keeps, told to ptxas.
+ * persistent_held.c, persistent_cluster.c, persistent_column_cluster.c):
+ * allocas in the entry block, the offset bases of a row, the trap of a
+ * launch the kernel was not built for, the cp.async copy of a thread's
+ * group, the blocks an SM keeps, told to ptxas, and column partials moved
+ * V lanes at a time.
  */
 #include "persistent.h"
 
@@ -85,4 +86,47 @@ void fz_pers_blocks_an_sm(pers *s, int n) {
   LLVMAddNamedMetadataOperand(
       e->mod, "nvvm.annotations",
       LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, md, 3)));
+}
+
+fz_dtype fz_pers_col_acc(const pers *s, int j) {
+  return fz_reduce_acc_dtype(s->p->nodes[s->colnode[j]].dtype);
+}
+
+/* Lanes per vector instruction for `size`-byte elements. */
+static int chunk_of(int lanes, size_t size) {
+  int c = (int)(16 / size);
+  return c < lanes ? c : lanes;
+}
+
+void fz_pers_store_lanes(fz_emit *e, LLVMTypeRef t, size_t size,
+                         LLVMValueRef at, const LLVMValueRef *v, int n) {
+  int c = chunk_of(n, size);
+  for (int l0 = 0; l0 < n; l0 += c) {
+    LLVMValueRef off = fz_emit_i64(e, l0);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
+    LLVMValueRef x = v[l0];
+    if (c > 1) {
+      x = LLVMGetPoison(LLVMVectorType(t, (unsigned)c));
+      for (int i = 0; i < c; i++)
+        x = LLVMBuildInsertElement(e->b, x, v[l0 + i], fz_emit_i32(e, (unsigned)i),
+                                   "");
+    }
+    LLVMSetAlignment(LLVMBuildStore(e->b, x, p), (unsigned)(c * (int)size));
+  }
+}
+
+void fz_pers_load_lanes(fz_emit *e, LLVMTypeRef t, size_t size,
+                        LLVMValueRef at, LLVMValueRef *v, int n) {
+  int c = chunk_of(n, size);
+  for (int l0 = 0; l0 < n; l0 += c) {
+    LLVMValueRef off = fz_emit_i64(e, l0);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, t, at, &off, 1, "");
+    LLVMTypeRef vt = c > 1 ? LLVMVectorType(t, (unsigned)c) : t;
+    LLVMValueRef x = LLVMBuildLoad2(e->b, vt, p, "");
+    LLVMSetAlignment(x, (unsigned)(c * (int)size));
+    for (int i = 0; i < c; i++)
+      v[l0 + i] =
+          c > 1 ? LLVMBuildExtractElement(e->b, x, fz_emit_i32(e, (unsigned)i), "")
+                : x;
+  }
 }

@@ -111,13 +111,16 @@ enum {
 
 /* cuLaunchKernelEx's launch configuration ("Data types used by CUDA
  * driver": CUlaunchConfig, CUlaunchAttribute, CUlaunchAttributeValue, a
- * 64-byte union of which fz sets only the cluster dimension). */
+ * 64-byte union of which fz sets only the cluster dimension and the
+ * cooperative flag). */
 typedef enum CUlaunchAttributeID_enum {
+  CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
   CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
 } CUlaunchAttributeID;
 
 typedef union CUlaunchAttributeValue_union {
   char pad[64];
+  int cooperative;
   struct {
     unsigned int x, y, z;
   } clusterDim;
@@ -307,12 +310,15 @@ fz_status fz_module_launch(fz_module *module, const unsigned grid[3],
                            fz_error *err);
 
 /* The same in thread-block clusters of `cluster` blocks along x (grid[0]
- * a multiple of it). FZ_ERR_UNSUPPORTED when the driver has no
- * cuLaunchKernelEx. */
+ * a multiple of it), cooperative as well when asked (both attributes of
+ * one cuLaunchKernelEx: every block resident at once, which the caller
+ * has checked with fz_module_cluster_occupancy). FZ_ERR_UNSUPPORTED when
+ * the driver has no cuLaunchKernelEx. */
 fz_status fz_module_launch_cluster(fz_module *module, const unsigned grid[3],
                                    const unsigned block[3],
                                    unsigned shared_bytes, CUstream stream,
-                                   void **params, int cluster, fz_error *err);
+                                   void **params, int cluster,
+                                   bool cooperative, fz_error *err);
 
 /* How many clusters of `cluster` blocks of block_size threads (each with
  * shared_bytes dynamic shared memory) the device keeps resident at once;

@@ -418,11 +418,12 @@ static fz_status launch(const fz_executor *ex, const signature_entry *e,
   fz_plan_launch_shape(plan, grid, block);
   if (plan->cooperative)
     grid[0] = s->cooperative_grid;
-  if (plan->cluster)
+  if (fz_plan_cluster_dim(plan))
     return fz_module_launch_cluster(s->kernel->module, grid, block,
                                     (unsigned)fz_plan_shared_bytes(plan),
-                                    (CUstream)stream, params, plan->cluster,
-                                    err);
+                                    (CUstream)stream, params,
+                                    fz_plan_cluster_dim(plan),
+                                    plan->cooperative, err);
   return fz_module_launch(s->kernel->module, grid, block,
                           (unsigned)fz_plan_shared_bytes(plan),
                           (CUstream)stream, params, plan->cooperative, err);

@@ -193,6 +193,36 @@ static fz_status size_grid_at_load(fz_executor *ex, fz_plan *plan,
   return FZ_OK;
 }
 
+/* A cooperative grid in clusters (a column_cluster plan): every block
+ * must be resident at once, and blocks are resident in whole clusters,
+ * each within one GPC, which may leave SMs without a block that the
+ * per-SM count *resident gave one. So *resident becomes the blocks of the
+ * clusters cuOccupancyMaxActiveClusters keeps, at most what it was,
+ * a whole number of clusters either way (the plan's grid is one too). */
+static fz_status resident_in_clusters(fz_executor *ex, const fz_plan *plan,
+                                      const kernel_entry *kernel,
+                                      int64_t *resident, fz_error *err) {
+  int c = plan->column_cluster, clusters = 0;
+  fz_status st = fz_module_cluster_occupancy(
+      kernel->module, plan->threads, (unsigned)fz_plan_shared_bytes(plan), c,
+      &clusters, err);
+  if (st != FZ_OK)
+    return st;
+  if (clusters < 1)
+    return fz_error_set(
+        err, FZ_ERR_UNSUPPORTED,
+        "kernel %s cannot keep even one cluster of %d blocks of %d threads "
+        "resident on %s (FZ_INNER_OUTER_CLUSTER=off combines its column "
+        "partials without clusters)",
+        plan->kernel_name, c, plan->threads,
+        fz_device_get_props(ex->device)->name);
+  int64_t in_clusters = (int64_t)clusters * c;
+  if (in_clusters < *resident)
+    *resident = in_clusters;
+  *resident -= *resident % c;
+  return FZ_OK;
+}
+
 /* Plan, kernel, workspace and parameters of launch k. */
 static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
                               const fz_problem *parent,
@@ -257,6 +287,9 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
           "keeps %lld",
           plan->kernel_name, (long long)plan->grid_x, plan->threads,
           (long long)resident);
+    if (plan->column_cluster &&
+        (st = resident_in_clusters(ex, plan, s->kernel, &resident, err)))
+      return st;
     s->cooperative_grid =
         (unsigned)(plan->grid_x < resident ? plan->grid_x : resident);
     grid[0] = s->cooperative_grid;

@@ -209,15 +209,20 @@ fz_status fz_module_occupancy(fz_module *module, int block_size,
                blocks_per_sm, module->function, block_size, shared_bytes);
 }
 
-/* A launch configuration in clusters of `cluster` blocks along x. */
+/* A launch configuration in clusters of `cluster` blocks along x, and
+ * cooperative when asked: attr[0] the cluster dimension, attr[1] the
+ * cooperative flag. */
 static CUlaunchConfig cluster_config(const unsigned grid[3],
                                      const unsigned block[3],
                                      unsigned shared_bytes, CUstream stream,
-                                     int cluster, CUlaunchAttribute *attr) {
-  *attr = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
-  attr->value.clusterDim.x = (unsigned)cluster;
-  attr->value.clusterDim.y = 1;
-  attr->value.clusterDim.z = 1;
+                                     int cluster, bool cooperative,
+                                     CUlaunchAttribute attr[2]) {
+  attr[0] = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+  attr[0].value.clusterDim.x = (unsigned)cluster;
+  attr[0].value.clusterDim.y = 1;
+  attr[0].value.clusterDim.z = 1;
+  attr[1] = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE};
+  attr[1].value.cooperative = 1;
   return (CUlaunchConfig){.gridDimX = grid[0],
                           .gridDimY = grid[1],
                           .gridDimZ = grid[2],
@@ -227,7 +232,7 @@ static CUlaunchConfig cluster_config(const unsigned grid[3],
                           .sharedMemBytes = shared_bytes,
                           .hStream = stream,
                           .attrs = attr,
-                          .numAttrs = 1};
+                          .numAttrs = cooperative ? 2 : 1};
 }
 
 static fz_status need_clusters(const fz_module *m, bool present,
@@ -251,24 +256,26 @@ static fz_status need_clusters(const fz_module *m, bool present,
 fz_status fz_module_launch_cluster(fz_module *module, const unsigned grid[3],
                                    const unsigned block[3],
                                    unsigned shared_bytes, CUstream stream,
-                                   void **params, int cluster, fz_error *err) {
+                                   void **params, int cluster,
+                                   bool cooperative, fz_error *err) {
   const fz_cuda *cu = module->device->cu;
   fz_status st = need_clusters(module, cu->cuLaunchKernelEx != NULL, err);
   if (st || (st = fz_device_make_current(module->device, err)) ||
       (st = reserve_shared(module, shared_bytes, err)))
     return st;
-  CUlaunchAttribute attr;
-  CUlaunchConfig config =
-      cluster_config(grid, block, shared_bytes, stream, cluster, &attr);
+  CUlaunchAttribute attr[2];
+  CUlaunchConfig config = cluster_config(grid, block, shared_bytes, stream,
+                                         cluster, cooperative, attr);
   CUresult r = cu->cuLaunchKernelEx(&config, module->function, params, NULL);
   if (r == CUDA_SUCCESS)
     return FZ_OK;
   char what[256];
   snprintf(what, sizeof what,
-           "cuLaunchKernelEx(%s, grid %ux%ux%u, block %ux%ux%u, cluster %d, "
+           "cuLaunchKernelEx(%s, grid %ux%ux%u, block %ux%ux%u, cluster %d%s, "
            "%u bytes shared)",
            module->kernel_name, grid[0], grid[1], grid[2], block[0], block[1],
-           block[2], cluster, shared_bytes);
+           block[2], cluster, cooperative ? ", cooperative" : "",
+           shared_bytes);
   return fz_cuda_check(cu, r, what, err);
 }
 
@@ -285,9 +292,9 @@ fz_status fz_module_cluster_occupancy(fz_module *module, int block_size,
   /* the grid must be a multiple of the cluster; its size is not asked */
   unsigned grid[3] = {(unsigned)cluster, 1, 1};
   unsigned block[3] = {(unsigned)block_size, 1, 1};
-  CUlaunchAttribute attr;
+  CUlaunchAttribute attr[2];
   CUlaunchConfig config =
-      cluster_config(grid, block, shared_bytes, NULL, cluster, &attr);
+      cluster_config(grid, block, shared_bytes, NULL, cluster, false, attr);
   return FZ_CU(cu, err, cuOccupancyMaxActiveClusters, clusters,
                module->function, &config);
 }

@@ -36,6 +36,7 @@
 #include "sched/heuristics.h"
 #include "sched/persistent_cluster.h"
 #include "sched/persistent_held.h"
+#include "sched/persistent_column_cluster.h"
 #include "sched/persistent_slices.h"
 #include "sched/persistent_multipass.h"
 
@@ -358,6 +359,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   }
   p->blocks = p->grid_x;
   choose_prefetch(pb, p, tiles);
+  fz_column_cluster_plan(pb, p);
   int64_t bound = rows + p->grid_x * by + fz_plan_row_points(p) + bx * v;
   p->index32 = fz_plan_fits_int32(p, bound);
   return true;

@@ -75,7 +75,9 @@ size_t fz_plan_shared_bytes(const fz_plan *p) {
     if (fz_plan_held_in_shared(p, a))
       held += (size_t)p->unroll * groups;
   }
-  return 2 * one + held;
+  /* the column exchange overlays the prefetch buffers */
+  size_t exchange = fz_plan_column_exchange_bytes(p);
+  return (exchange > 2 * one ? exchange : 2 * one) + held;
 }
 
 size_t fz_tile_element_bytes(fz_dtype d) {
@@ -197,7 +199,10 @@ size_t fz_plan_workspace_bytes(const fz_plan *p) {
           p->nodes[i].space == FZ_SPACE_COLUMN)
         bytes += fz_plan_reduce_bytes(p, &p->nodes[i]);
     bool outer = p->kind == FZ_PLAN_OUTER_PERSISTENT;
-    size_t rows = (size_t)p->grid_x + (outer ? 1 : 0);
+    /* a row per cluster when a cluster combines its blocks' partials */
+    size_t rows = (size_t)(p->column_cluster ? p->grid_x / p->column_cluster
+                                             : p->grid_x) +
+                  (outer ? 1 : 0);
     /* the results start at a 16-byte boundary after the partials */
     return bytes * (size_t)fz_plan_row_points(p) * rows + (outer ? 16 : 0);
   }
@@ -466,6 +471,9 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
     }
     if (p->cluster)
       fz_buf_printf(&b, " cluster=%d", p->cluster);
+    if (p->column_cluster)
+      fz_buf_printf(&b, " column-cluster=%d chunk=%d", p->column_cluster,
+                    p->column_chunk);
     if (p->column_slices > 1)
       fz_buf_printf(&b, " slices=%d", p->column_slices);
     if (p->multipass)
@@ -527,6 +535,9 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       fz_buf_printf(b, " masked-from=%d", p->persistent_full);
     if (p->cluster)
       fz_buf_printf(b, " cluster=%d", p->cluster);
+    if (p->column_cluster)
+      fz_buf_printf(b, " column-cluster=%d chunk=%d", p->column_cluster,
+                    p->column_chunk);
     if (p->multipass)
       fz_buf_puts(b, " multipass");
     fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");

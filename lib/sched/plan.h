@@ -314,10 +314,29 @@ typedef struct fz_plan {
    * (lib/lower/persistent_held.c). Dynamic shared memory:
    * fz_plan_shared_bytes. */
   bool held_shared;
+  /* INNER_OUTER_PERSISTENT plans on sm_90+ (persistent_column_cluster.c):
+   * 0 for none, else the blocks are launched in thread-block clusters of
+   * `column_cluster` blocks along x (grid_x a multiple of it) that
+   * combine their column partials through distributed shared memory
+   * before publishing them, so the workspace holds one row of partials
+   * per cluster (gridDim.x / column_cluster rows), not per block. The
+   * exchange goes `column_chunk` held groups of a thread at a time
+   * (1 <= column_chunk <= persistent) through a buffer in dynamic shared
+   * memory (fz_plan_column_exchange_bytes) that overlays the prefetch
+   * buffers, idle once the rows are done. The launch stays cooperative. */
+  int column_cluster;
+  int column_chunk;
 } fz_plan;
 
 /* The largest cluster a plan asks for: the portable limit. */
 enum { FZ_PLAN_MAX_CLUSTER = 8 };
+/* The cluster dimension a plan is launched with: cluster or
+ * column_cluster (never both), 0 for none. */
+int fz_plan_cluster_dim(const fz_plan *plan);
+/* The bytes of the column exchange buffer of a column_cluster plan (0
+ * without): per column REDUCE node, column_chunk * block_x groups of
+ * `vector` accumulators. Part of fz_plan_shared_bytes. */
+size_t fz_plan_column_exchange_bytes(const fz_plan *plan);
 /* Whether the plan has gathered accesses (and so the error word). */
 bool fz_plan_has_gather(const fz_plan *plan);
 /* The position among the scalar parameters of gathered access a's three:

@@ -378,6 +378,42 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
   return FZ_OK;
 }
 
+/* A column_cluster plan (plan.h): an inner-outer plan in clusters of 2,
+ * 4 or 8 whole-warp blocks (a chunk of a cluster's slots splits evenly
+ * among its blocks, and every node's part of the exchange buffer stays
+ * 16-byte aligned), a grid of whole clusters, chunks of 1 to persistent
+ * groups, and plain column sums, products, maxima or minima: the
+ * exchange moves one accumulator a lane. */
+static fz_status verify_column_cluster(const fz_plan *p, fz_error *err) {
+  int c = p->column_cluster;
+  if (p->kind != FZ_PLAN_INNER_OUTER_PERSISTENT || c < 2 ||
+      c > FZ_PLAN_MAX_CLUSTER || !is_pow2(c) || p->cluster ||
+      p->dynamic_block || !p->cooperative || p->block_x < 32 ||
+      !is_pow2(p->block_x) || p->grid_x % c != 0)
+    return bad(err,
+               "column partials combined in clusters of %d blocks (2, 4 or "
+               "8) on a%s plan, block %dx%d, grid %lld, row cluster %d%s",
+               c,
+               p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT ? "n inner-outer"
+                                                         : " non-inner-outer",
+               p->block_x, p->block_y,
+               (long long)p->grid_x, p->cluster,
+               p->cooperative ? "" : ", not cooperative");
+  if (p->column_chunk < 1 || p->column_chunk > p->persistent)
+    return bad(err, "column exchange chunks of %d groups, %d held",
+               p->column_chunk, p->persistent);
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind == FZ_NODE_REDUCE && n->space == FZ_SPACE_COLUMN &&
+        fz_plan_reduce_bytes(p, n) != fz_dtype_size(fz_plan_reduce_acc(p, n)))
+      return bad(err,
+                 "n%d: a column reduction whose partial is not one "
+                 "accumulator, combined in a cluster",
+                 i);
+  }
+  return FZ_OK;
+}
+
 /* Whether access a varies along a row (row_axes) or from row to row. */
 static bool varies_along(const fz_plan *p, const fz_plan_access *a,
                          bool row_axes) {
@@ -560,6 +596,8 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
   if (p->held_shared && !persistent)
     return bad(err, "rows held in shared memory on a plan that is not "
                     "persistent");
+  if (p->column_cluster && (st = verify_column_cluster(p, err)))
+    return st;
   if (persistent && (st = verify_persistent(p, err)))
     return st;
   if (p->kind == FZ_PLAN_TRANSPOSE && (st = verify_transpose(p, err)))

@@ -480,6 +480,60 @@ START_TEST(column_reduce_in_its_operands_round) {
 }
 END_TEST
 
+/* Row sums used back in the row and a column sum: an inner-outer plan
+ * whose column partials meet in clusters of 2 (sm_90). */
+static const char *ROWS_AND_COLUMNS =
+    "fusion @rc(%x: f32[M, N]) {\n"
+    "  %s = sum %x dims(1) keepdim : f32[M, b1]\n"
+    "  %se = expand %s : f32[M, b1->N]\n"
+    "  %y = mul %x, %se : f32[M, N]\n"
+    "  %c = sum %x dims(0) : f32[N]\n"
+    "  return %y, %c\n"
+    "}\n";
+
+START_TEST(column_cluster_rules) {
+  scheduled s;
+  fz_plan *p = schedule(&s, ROWS_AND_COLUMNS, "M=4096,N=2048");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
+  ck_assert_int_eq(p->column_cluster, 2);
+  ck_assert_int_ge(p->column_chunk, 1);
+  verifies(p);
+  fz_plan saved = *p;
+  p->column_cluster = 3;
+  refused(p, "column partials combined in clusters of 3 blocks", NULL);
+  *p = saved;
+  p->column_cluster = 16;
+  refused(p, "clusters of 16 blocks", NULL);
+  *p = saved;
+  p->grid_x = 263;
+  refused(p, "grid 263", NULL);
+  *p = saved;
+  p->cooperative = false;
+  refused(p, "not cooperative", NULL);
+  *p = saved;
+  p->cluster = 2;
+  refused(p, "row cluster 2", NULL);
+  *p = saved;
+  p->block_x = 16;
+  p->block_y = p->threads / 16;
+  refused(p, "block 16x", NULL);
+  *p = saved;
+  p->column_chunk = p->persistent + 1;
+  refused(p, "column exchange chunks", NULL);
+  *p = saved;
+  p->column_chunk = 0;
+  refused(p, "column exchange chunks of 0 groups", NULL);
+  *p = saved;
+  scheduled_free(&s);
+  /* on another kind of plan */
+  p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  p->column_cluster = 2;
+  p->column_chunk = 1;
+  refused(p, "on a non-inner-outer plan", NULL);
+  scheduled_free(&s);
+}
+END_TEST
+
 START_TEST(tiled_output) {
   scheduled s;
   fz_plan *p = schedule(&s, PERMUTE_2D, "M=1000,N=777");
@@ -562,6 +616,7 @@ static Suite *make(void) {
   tcase_add_test(sched, outer_rows_span_the_kept_axes);
   tcase_add_test(sched, rows_held_in_shared_memory);
   tcase_add_test(sched, column_reduce_in_its_operands_round);
+  tcase_add_test(sched, column_cluster_rules);
   tcase_add_test(sched, tiled_output);
   tcase_add_test(sched, transpose_without_tiles);
   tcase_add_test(sched, random_node_rules);

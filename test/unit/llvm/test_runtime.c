@@ -186,13 +186,16 @@ static fz_device fake_device(void) {
 static struct {
   int launches, occupancy_calls;
   CUlaunchConfig config;
-  CUlaunchAttribute attr;
+  CUlaunchAttribute attr, attr2; /* the first two attributes */
 } fake_clusters;
 
 static void record_config(const CUlaunchConfig *c) {
   fake_clusters.config = *c;
-  if (c->numAttrs == 1)
+  memset(&fake_clusters.attr2, 0, sizeof fake_clusters.attr2);
+  if (c->numAttrs >= 1)
     fake_clusters.attr = c->attrs[0];
+  if (c->numAttrs >= 2)
+    fake_clusters.attr2 = c->attrs[1];
   fake_clusters.config.attrs = NULL;
 }
 
@@ -406,7 +409,7 @@ START_TEST(test_cluster_launch) {
 
   /* a driver without the CUDA 12 entries: refused, and said why */
   ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 8,
-                                            &err),
+                                            false, &err),
                    FZ_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(err.message, "cuLaunchKernelEx"), "message: %s",
                 err.message);
@@ -418,7 +421,7 @@ START_TEST(test_cluster_launch) {
   cu.cuLaunchKernelEx = fake_launch_ex;
   cu.cuOccupancyMaxActiveClusters = fake_max_clusters;
   ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 8,
-                                            &err),
+                                            false, &err),
                    FZ_OK);
   ck_assert_int_eq(fake_clusters.launches, 1);
   ck_assert_int_eq(fake.launches, 0);
@@ -438,7 +441,7 @@ START_TEST(test_cluster_launch) {
 
   fake.launch_result = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 8,
-                                            &err),
+                                            false, &err),
                    FZ_ERR_CUDA);
   ck_assert_msg(strstr(err.message, "cuLaunchKernelEx(k, grid 64x1x1, block "
                                     "512x1x1, cluster 8"),
@@ -448,11 +451,63 @@ START_TEST(test_cluster_launch) {
   d.props.sm = 80;
   fake.launch_result = CUDA_SUCCESS;
   ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 8,
-                                            &err),
+                                            false, &err),
                    FZ_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(err.message, "Fake GPU (sm_80)"), "message: %s",
                 err.message);
   ck_assert_int_eq(fake_clusters.launches, 2);
+  fz_module_unload(m);
+}
+END_TEST
+
+/* A cooperative grid in clusters (inner-outer plans whose column partials
+ * meet in a cluster): one cuLaunchKernelEx with the cluster dimension and
+ * the cooperative flag, never cuLaunchCooperativeKernel; the occupancy
+ * query sees the cluster dimension only. */
+START_TEST(test_cooperative_cluster_launch) {
+  fz_device d = fake_device();
+  memset(&fake_clusters, 0, sizeof fake_clusters);
+  fz_cuda cu = fake_cu;
+  cu.cuLaunchKernelEx = fake_launch_ex;
+  cu.cuOccupancyMaxActiveClusters = fake_max_clusters;
+  d.cu = &cu;
+  d.props.sm = 90;
+  fz_module *m = NULL;
+  fz_error err = {0};
+  ck_assert_int_eq(fz_module_load(&d, "good ptx", "k", &m, &err), FZ_OK);
+  unsigned grid[3] = {132, 1, 1}, block[3] = {512, 1, 1};
+  ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 64 * 1024, NULL,
+                                            NULL, 2, true, &err),
+                   FZ_OK);
+  ck_assert_int_eq(fake_clusters.launches, 1);
+  ck_assert_int_eq(fake.cooperative_launches, 0);
+  ck_assert_int_eq(fake.launches, 0);
+  ck_assert_uint_eq(fake_clusters.config.gridDimX, 132);
+  ck_assert_uint_eq(fake_clusters.config.sharedMemBytes, 64 * 1024);
+  ck_assert_uint_eq(fake_clusters.config.numAttrs, 2);
+  ck_assert_int_eq(fake_clusters.attr.id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  ck_assert_uint_eq(fake_clusters.attr.value.clusterDim.x, 2);
+  ck_assert_int_eq(fake_clusters.attr2.id, CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+  ck_assert_int_eq(fake_clusters.attr2.value.cooperative, 1);
+  /* the shared memory opt-in came first, as for any launch */
+  ck_assert_int_eq(fake.set_attr_calls, 1);
+  ck_assert_int_eq(fake.last_attr_value, 64 * 1024);
+
+  int clusters = 0;
+  ck_assert_int_eq(
+      fz_module_cluster_occupancy(m, 512, 64 * 1024, 2, &clusters, &err),
+      FZ_OK);
+  ck_assert_uint_eq(fake_clusters.config.numAttrs, 1);
+  ck_assert_uint_eq(fake_clusters.attr.value.clusterDim.x, 2);
+
+  /* a failed launch says it was cooperative */
+  fake.launch_result = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  ck_assert_int_eq(fz_module_launch_cluster(m, grid, block, 0, NULL, NULL, 2,
+                                            true, &err),
+                   FZ_ERR_CUDA);
+  ck_assert_msg(strstr(err.message, "cuLaunchKernelEx(k, grid 132x1x1, block "
+                                    "512x1x1, cluster 2, cooperative"),
+                "message: %s", err.message);
   fz_module_unload(m);
 }
 END_TEST
@@ -495,6 +550,7 @@ static Suite *host_suite(void) {
   tcase_add_test(tc, test_module_load_reads_attributes);
   tcase_add_test(tc, test_launch_opts_in_to_shared_memory_once);
   tcase_add_test(tc, test_cluster_launch);
+  tcase_add_test(tc, test_cooperative_cluster_launch);
   tcase_add_test(tc, test_alloc_and_free_edges);
   suite_add_tcase(s, tc);
   return s;

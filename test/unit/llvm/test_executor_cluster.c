@@ -1,0 +1,311 @@
+/* test_executor_cluster.c - the launch of an inner-outer plan whose column
+ * partials meet in a thread-block cluster (column_cluster, sm_90), on a
+ * fake CUDA driver that records what the executor asks of it.
+ *
+ * The kernel is really scheduled and compiled (LLVM); only the driver is
+ * fake. Checked: the grid is cooperative and in whole clusters, no larger
+ * than the clusters cuOccupancyMaxActiveClusters keeps resident; the
+ * launch is one cuLaunchKernelEx with the cluster dimension and the
+ * cooperative flag; the workspace holds a row of partials per cluster;
+ * a device that keeps no cluster is refused with a message naming the
+ * switch that turns the clusters off; FZ_INNER_OUTER_CLUSTER=off gives
+ * the cooperative launch without clusters.
+ */
+#include "test_util.h"
+
+#include "fz/fz.h"
+/* lib/ is private to libfz; this test drives the executor on a fake
+ * driver through the device's function table. */
+#include "runtime/cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+  CUcontext current;
+  CUdeviceptr next_address;
+  int num_params;        /* counted in the loaded PTX */
+  int blocks_per_sm;     /* what the per-SM occupancy query answers */
+  int clusters;          /* what the cluster occupancy query answers */
+  int occupancy_cluster; /* the cluster dimension that query was given */
+  int launches_ex, launches_coop, launches_plain;
+  unsigned grid_x;
+  unsigned num_attrs;
+  CUlaunchAttribute attrs[2];
+  uint64_t workspace, counters; /* the last launch's two pointers */
+} drv;
+
+static CUresult name_of(CUresult r, const char **s) {
+  *s = "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+static CUresult string_of(CUresult r, const char **s) {
+  *s = "fake";
+  return CUDA_SUCCESS;
+}
+static CUresult get_current(CUcontext *c) {
+  *c = drv.current;
+  return CUDA_SUCCESS;
+}
+static CUresult set_current(CUcontext c) {
+  drv.current = c;
+  return CUDA_SUCCESS;
+}
+static CUresult mem_alloc(CUdeviceptr *p, size_t bytes) {
+  *p = drv.next_address;
+  drv.next_address += (bytes + 0xffff) & ~(CUdeviceptr)0xffff;
+  return CUDA_SUCCESS;
+}
+static CUresult mem_free(CUdeviceptr p) { return CUDA_SUCCESS; }
+static CUresult memset_async(CUdeviceptr dst, unsigned char v, size_t n,
+                             CUstream s) {
+  return CUDA_SUCCESS;
+}
+static CUresult is_capturing(CUstream s, CUstreamCaptureStatus *status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+static CUresult load(CUmodule *m, const void *image, unsigned n,
+                     CUjit_option *options, void **values) {
+  int count = 0;
+  for (const char *p = image; (p = strstr(p, ".param .u64")); p++)
+    count++;
+  drv.num_params = count;
+  *m = (CUmodule)0x2000;
+  return CUDA_SUCCESS;
+}
+static CUresult unload(CUmodule m) { return CUDA_SUCCESS; }
+static CUresult get_function(CUfunction *f, CUmodule m, const char *n) {
+  *f = (CUfunction)0x3000;
+  return CUDA_SUCCESS;
+}
+static CUresult func_get_attr(int *v, CUfunction_attribute a, CUfunction f) {
+  *v = a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+           ? FZ_CUDA_DEFAULT_SHARED_BYTES
+       : a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
+       : a == CU_FUNC_ATTRIBUTE_NUM_REGS              ? 64
+                                                      : 0;
+  return CUDA_SUCCESS;
+}
+static CUresult func_set_attr(CUfunction f, CUfunction_attribute a, int v) {
+  return CUDA_SUCCESS;
+}
+static void record_workspace(void **params) {
+  ck_assert_int_ge(drv.num_params, 2);
+  memcpy(&drv.workspace, params[drv.num_params - 2], 8);
+  memcpy(&drv.counters, params[drv.num_params - 1], 8);
+}
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                       CUstream s, void **params, void **extra) {
+  drv.launches_plain++;
+  return CUDA_SUCCESS;
+}
+static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy,
+                            unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared, CUstream s, void **params) {
+  drv.launches_coop++;
+  drv.grid_x = gx;
+  record_workspace(params);
+  return CUDA_SUCCESS;
+}
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f,
+                          void **params, void **extra) {
+  drv.launches_ex++;
+  drv.grid_x = c->gridDimX;
+  drv.num_attrs = c->numAttrs;
+  for (unsigned i = 0; i < c->numAttrs && i < 2; i++)
+    drv.attrs[i] = c->attrs[i];
+  record_workspace(params);
+  return CUDA_SUCCESS;
+}
+static CUresult occupancy(int *blocks, CUfunction f, int threads,
+                          size_t shared) {
+  *blocks = drv.blocks_per_sm;
+  return CUDA_SUCCESS;
+}
+static CUresult max_clusters(int *n, CUfunction f, const CUlaunchConfig *c) {
+  ck_assert_uint_ge(c->numAttrs, 1);
+  ck_assert_int_eq(c->attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  drv.occupancy_cluster = (int)c->attrs[0].value.clusterDim.x;
+  *n = drv.clusters;
+  return CUDA_SUCCESS;
+}
+
+static const fz_cuda fake_cu = {
+    .cuGetErrorName = name_of,
+    .cuGetErrorString = string_of,
+    .cuCtxGetCurrent = get_current,
+    .cuCtxSetCurrent = set_current,
+    .cuMemAlloc_v2 = mem_alloc,
+    .cuMemFree_v2 = mem_free,
+    .cuMemsetD8Async = memset_async,
+    .cuStreamIsCapturing = is_capturing,
+    .cuModuleLoadDataEx = load,
+    .cuModuleUnload = unload,
+    .cuModuleGetFunction = get_function,
+    .cuFuncGetAttribute = func_get_attr,
+    .cuFuncSetAttribute = func_set_attr,
+    .cuLaunchKernel = launch,
+    .cuLaunchCooperativeKernel = launch_coop,
+    .cuLaunchKernelEx = launch_ex,
+    .cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy,
+    .cuOccupancyMaxActiveClusters = max_clusters,
+};
+
+/* Row sums used back in the row, and a column sum over the rows: an
+ * inner-outer plan. At M=4096, N=2048 on 132 SMs: blocks of 64x2 threads,
+ * a grid of 264 (two blocks an SM, the scheduler's estimate), clusters of
+ * 2 (fuse-opt --emit=sched shows "column-cluster=2"). */
+static const char *text = "fusion @rows_and_columns(%x: f32[M, N]) {\n"
+                          "  %s = sum %x dims(1) keepdim : f32[M, b1]\n"
+                          "  %se = expand %s : f32[M, b1->N]\n"
+                          "  %y = mul %x, %se : f32[M, N]\n"
+                          "  %c = sum %x dims(0) : f32[N]\n"
+                          "  return %y, %c\n"
+                          "}\n";
+enum { M = 4096, N = 2048 };
+
+static fz_device device;
+static fz_fusion *fusion;
+static fz_executor *ex;
+
+static void make_executor(void) {
+  fz_error err;
+  ck_assert_msg(fz_executor_create(fusion, &device, &ex, &err) == FZ_OK, "%s",
+                err.message);
+}
+
+static void setup(void) {
+  setenv("FZ_CACHE_DIR", "off", 1);
+  unsetenv("FZ_INNER_OUTER_CLUSTER");
+  memset(&drv, 0, sizeof drv);
+  drv.next_address = 0x100000;
+  drv.blocks_per_sm = 2;
+  drv.clusters = 100;
+  device = (fz_device){.cu = &fake_cu, .context = (CUcontext)0x1000};
+  device.props.sm = 90;
+  device.props.sm_count = 132;
+  device.props.max_threads_per_block = 1024;
+  device.props.max_threads_per_sm = 2048;
+  device.props.warp_size = 32;
+  device.props.max_shared_per_block = 227 * 1024;
+  device.props.max_shared_per_sm = 228 * 1024;
+  device.props.l2_bytes = 60 << 20;
+  snprintf(device.props.name, sizeof device.props.name, "Fake H200");
+  fusion = test_parse(text);
+  make_executor();
+}
+
+static void teardown(void) {
+  fz_executor_destroy(ex);
+  fz_fusion_destroy(fusion);
+  unsetenv("FZ_INNER_OUTER_CLUSTER");
+}
+
+static fz_status run(fz_error *err) {
+  fz_device_tensor in = {.dtype = FZ_F32, .rank = 2, .data = 0x7000000};
+  in.sizes[0] = M;
+  in.sizes[1] = N;
+  in.strides[0] = N;
+  in.strides[1] = 1;
+  fz_device_tensor out[2] = {in, {.dtype = FZ_F32, .rank = 1}};
+  out[0].data = 0x8000000;
+  out[1].data = 0x9000000;
+  out[1].sizes[0] = N;
+  out[1].strides[0] = 1;
+  return fz_executor_run(ex, &in, 1, out, 2, NULL, err);
+}
+
+static void expect_run(void) {
+  fz_error err;
+  ck_assert_msg(run(&err) == FZ_OK, "%s", err.message);
+}
+
+/* The workspace of `rows` rows of N f32 partials: the counters follow at
+ * the next 256-byte boundary. */
+static void expect_workspace_rows(uint64_t rows) {
+  ck_assert_uint_eq(drv.counters - drv.workspace,
+                    (4 * N * rows + 255) / 256 * 256);
+}
+
+/* 100 clusters of 2 resident, fewer blocks than two an SM: the grid is
+ * theirs; the workspace keeps the plan's 264 / 2 rows. */
+START_TEST(test_grid_of_resident_clusters) {
+  expect_run();
+  const char *plan = fz_executor_last_plan(ex);
+  ck_assert_msg(strstr(plan, "column-cluster=2"), "%s", plan);
+  ck_assert_int_eq(drv.launches_ex, 1);
+  ck_assert_int_eq(drv.launches_coop + drv.launches_plain, 0);
+  ck_assert_int_eq(drv.occupancy_cluster, 2);
+  ck_assert_uint_eq(drv.grid_x, 200);
+  ck_assert_uint_eq(drv.num_attrs, 2);
+  ck_assert_int_eq(drv.attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  ck_assert_uint_eq(drv.attrs[0].value.clusterDim.x, 2);
+  ck_assert_uint_eq(drv.attrs[0].value.clusterDim.y, 1);
+  ck_assert_int_eq(drv.attrs[1].id, CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+  ck_assert_int_eq(drv.attrs[1].value.cooperative, 1);
+  expect_workspace_rows(132);
+}
+END_TEST
+
+/* More clusters than the per-SM count allows blocks: the per-SM count
+ * bounds the grid, rounded down to whole clusters (131 SMs, one block
+ * each: 130 blocks). */
+START_TEST(test_grid_in_whole_clusters) {
+  fz_executor_destroy(ex);
+  device.props.sm_count = 131;
+  make_executor();
+  drv.blocks_per_sm = 1;
+  drv.clusters = 500;
+  expect_run();
+  ck_assert_int_eq(drv.launches_ex, 1);
+  ck_assert_uint_eq(drv.grid_x, 130);
+}
+END_TEST
+
+/* Not one cluster resident: refused before any launch, saying how to do
+ * without clusters. */
+START_TEST(test_no_resident_cluster) {
+  drv.clusters = 0;
+  fz_error err;
+  ck_assert_int_eq(run(&err), FZ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(err.message, "cannot keep even one cluster of 2 "
+                                    "blocks") &&
+                    strstr(err.message, "Fake H200") &&
+                    strstr(err.message, "FZ_INNER_OUTER_CLUSTER=off"),
+                "%s", err.message);
+  ck_assert_int_eq(drv.launches_ex + drv.launches_coop + drv.launches_plain,
+                   0);
+}
+END_TEST
+
+/* FZ_INNER_OUTER_CLUSTER=off when the executor schedules: the cooperative
+ * launch of every block's partials, a workspace row per block. */
+START_TEST(test_clusters_off) {
+  setenv("FZ_INNER_OUTER_CLUSTER", "off", 1);
+  expect_run();
+  const char *plan = fz_executor_last_plan(ex);
+  ck_assert_msg(!strstr(plan, "column-cluster"), "%s", plan);
+  ck_assert_int_eq(drv.launches_coop, 1);
+  ck_assert_int_eq(drv.launches_ex, 0);
+  ck_assert_uint_eq(drv.grid_x, 264);
+  expect_workspace_rows(264);
+}
+END_TEST
+
+static Suite *make(void) {
+  Suite *s = suite_create("executor_cluster");
+  TCase *tc = tcase_create("fake driver");
+  tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_grid_of_resident_clusters);
+  tcase_add_test(tc, test_grid_in_whole_clusters);
+  tcase_add_test(tc, test_no_resident_cluster);
+  tcase_add_test(tc, test_clusters_off);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return test_run_suite(make()); }
