@@ -22,6 +22,7 @@ usage: FZ_LIBRARY=build/lib/libfz.so python3 bench/latency.py [--calls N]
 Exits 77 (skipped) without torch or a GPU.
 """
 import argparse
+import ctypes
 import json
 import os
 import sys
@@ -89,15 +90,16 @@ def main():
     # the output of the last call as a preallocated one.
     (call,) = fd._calls.values()
     out = fd.execute(args_list)[0]
-    call.in_slots[0].value = x.data_ptr()
-    call.out_slots[0].value = out.data_ptr()
-    stream = call.stream_of(call.device_index)
-    run, ex, ins, outs, err = (call.run_fn, call.executor, call.inputs,
-                               call.outputs, call.err_ref)
+    call.inputs[call.in_data[0]] = x.data_ptr()
+    call.outputs[call.out_alloc[0][0]] = out.data_ptr()
+    built = call.built
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    run, ex, ins, outs, err = (built.run, built.executor, call.inputs,
+                               call.outputs, built.err_ref)
 
     def c_only():
         if run(ex, ins, 1, outs, 1, stream, err):
-            raise RuntimeError(call.err.message.decode())
+            raise RuntimeError(built.err.message.decode())
     rows.append(("fz: fz_executor_run via ctypes only", time_calls(c_only, args.calls, sync)))
 
     rows.append(("PyTorch eager: x * 2 + 1 (2 launches)",

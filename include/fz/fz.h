@@ -381,6 +381,16 @@ fz_status fz_executor_output_layout(fz_executor *executor,
                                     const fz_device_tensor *inputs,
                                     int num_inputs, int output,
                                     fz_device_tensor *out, fz_error *err);
+/* Every output's layout at once: outputs[i] gets what
+ * fz_executor_output_layout gives for output i, with the inputs' sizes
+ * bound once (binding checks every value of the fusion: for a fusion of
+ * several outputs this is the cheaper call). num_outputs must be the
+ * fusion's output count (FZ_ERR_ARGUMENT otherwise). On failure outputs[]
+ * is left as it was. */
+fz_status fz_executor_output_layouts(fz_executor *executor,
+                                     const fz_device_tensor *inputs,
+                                     int num_inputs, fz_device_tensor *outputs,
+                                     int num_outputs, fz_error *err);
 
 /* Launches the fusion on `stream` (a CUstream or cudaStream_t, e.g.
  * torch.cuda.current_stream().cuda_stream; NULL for the legacy default

@@ -56,6 +56,12 @@ class DeviceTensor(ctypes.Structure):
     ]
 
 
+assert (DeviceTensor.sizes.offset, DeviceTensor.strides.offset,
+        DeviceTensor.data.offset, ctypes.sizeof(DeviceTensor)) == (
+            8, 8 + 8 * FZ_MAX_RANK, 8 + 16 * FZ_MAX_RANK,
+            16 + 16 * FZ_MAX_RANK), "fz_device_tensor's layout (fz.h)"
+
+
 # fz_allocator (fz.h): alloc(user, bytes, stream, out) -> int, free(user,
 # ptr, bytes, stream).
 ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
@@ -78,6 +84,23 @@ class ExecutorStats(ctypes.Structure):
                 ("signatures_kept", ctypes.c_int),
                 ("kernels_kept", ctypes.c_int),
                 ("miss_seconds", ctypes.c_double)]
+
+
+def device_tensor_format(rank):
+    """The struct module's format of one fz_device_tensor of this rank
+    without its data pointer (native byte order, no implicit padding):
+    dtype, rank, the first `rank` sizes, the first `rank` strides; the
+    unused sizes and strides and the data pointer are pad bytes, which
+    struct writes as zeros. Filling a whole array of them with one
+    Struct.pack_into costs less than setting the fields one by one
+    through ctypes."""
+    unused = 8 * (FZ_MAX_RANK - rank)
+    axes = "%dq%dx" % (rank, unused) if rank else "%dx" % unused
+    return "ii" + axes + axes + "8x"
+
+
+# Every fz_device_tensor whole: dtype, rank, sizes, strides, data.
+DEVICE_TENSOR_FIELDS = "ii%dq%dqQ" % (FZ_MAX_RANK, FZ_MAX_RANK)
 
 
 class FzError(RuntimeError):
@@ -161,6 +184,7 @@ PROTOTYPES = {
     "fz_executor_create": (_I, [_P, _P, ctypes.POINTER(_P), _E]),
     "fz_executor_destroy": (None, [_P]),
     "fz_executor_output_layout": (_I, [_P, _PT, _I, _I, _PT, _E]),
+    "fz_executor_output_layouts": (_I, [_P, _PT, _I, _PT, _I, _E]),
     "fz_executor_run": (_I, [_P, _PT, _I, _PT, _I, _P, _E]),
     "fz_executor_check": (_I, [_P, _P, _E]),
     "fz_executor_set_allocator": (_I, [_P, ctypes.POINTER(Allocator), _E]),
@@ -219,6 +243,18 @@ def lib():
 
 
 _libc = None
+
+
+def untyped(name):
+    """libfz's function `name` without declared argument types (it
+    returns an int, as fz_status): ctypes passes each argument as what it
+    is (a ctypes object its pointer or value, byref() a pointer, an int a
+    C int) instead of calling each declared type's from_param, some
+    thousands of instructions less per call. For the calls every new
+    input signature and every execute makes (fz_executor_output_layouts,
+    fz_executor_run), with arguments prepared as ctypes objects."""
+    handle = lib()
+    return handle._FuncPtr(ctypes.cast(getattr(handle, name), _P).value)
 
 
 def free(ptr):

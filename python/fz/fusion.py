@@ -28,7 +28,9 @@ compiled kernel serves every size with the same pattern), and calls by
 the exact sizes, strides and dtypes of the inputs, so a repeated call only
 fills in pointers, allocates outputs (torch.empty_strided, in the layout
 the executor reports, so PyTorch owns the memory) and launches on
-torch.cuda.current_stream().
+torch.cuda.current_stream(). A call with new sizes of a built pattern
+reads the inputs once (_quick_pattern: checks, pattern and the argument
+array together) and asks libfz for every output's layout in one call.
 
 A `Size` (`x.size(1)`, `x.shape[1]`) stands for a run-time size: in
 reshape/expand/full/iota shapes it is the axis' extent (a symbol), and as
@@ -41,6 +43,7 @@ builds for its exact sizes.
 """
 
 import ctypes
+import struct
 import threading
 
 from . import _lib, _memory
@@ -80,85 +83,184 @@ class _Input:
 
 
 class _Built:
-    """A C fusion and its executor for one pattern of symbols."""
+    """A C fusion and its executor for one pattern of symbols, the error
+    struct its calls share (they run one at a time, under the definition's
+    lock), and the C calls they make, without argument conversions
+    (_lib.untyped): every argument is a ctypes object already."""
 
     def __init__(self, fusion, executor, text):
         self.fusion = fusion
         self.executor = executor
         self.text = text
+        self.err = _lib.Error()
+        self.err_ref = ctypes.byref(self.err)
+        self.run = _lib.untyped("fz_executor_run")
+        self.output_layouts = _lib.untyped("fz_executor_output_layouts")
 
 
-def _raw_stream_getter():
+def _raw_stream_getter(torch):
     """A function device_index -> the current CUDA stream's handle (int).
     torch.cuda.current_stream() builds a Stream object on every call (a few
     microseconds); torch._C._cuda_getCurrentRawStream, what torch.compile's
     generated code calls, returns the integer directly. Fall back to the
     public call where the private one is missing."""
-    import torch
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
         return raw
     return lambda index: torch.cuda.current_stream(index).cuda_stream
 
 
+class _Torch:
+    """What calls take from torch, looked up once per process: `import
+    torch` inside a function goes through the import machinery on every
+    call, and torch.device(...) and dtype lookups build or search each
+    time."""
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+        self.Tensor = torch.Tensor
+        self.empty_strided = torch.empty_strided
+        self.stream_of = _raw_stream_getter(torch)
+        self.devices = {}   # CUDA ordinal -> torch.device
+        self.dtypes = {}    # fz dtype code -> torch dtype
+        self.streams = {}   # stream handle -> c_void_p (fz_executor_run's)
+
+    def stream(self, handle):
+        """The c_void_p an untyped call passes for this stream handle (a
+        Python int would go as a C int)."""
+        if len(self.streams) >= 1024:  # streams made and dropped
+            self.streams.clear()
+        p = self.streams[handle] = ctypes.c_void_p(handle)
+        return p
+
+    def cuda(self, index):
+        d = self.devices.get(index)
+        if d is None:
+            d = self.devices[index] = self.torch.device("cuda", index)
+        return d
+
+    def dtype(self, code):
+        d = self.dtypes.get(code)
+        if d is None:
+            d = self.dtypes[code] = _torch_dtype(code)
+        return d
+
+
+_TORCH = None
+
+
+def _torch():
+    global _TORCH
+    if _TORCH is None:
+        _TORCH = _Torch()
+    return _TORCH
+
+
+class _Inputs:
+    """What every new signature checks and fills in, fixed once the
+    definition is complete. entries: per input, its spec, its fz dtype
+    name, whether it is declared all -1 (the common nvFuser style, whose
+    pattern needs no case analysis per axis), (dtype code, rank) (rank 0
+    for a scalar) and the torch dtype it must have. pack: the Struct that
+    fills a call's input array in one pack_into; in_data, out_data: where
+    the data pointers go in the arrays (as 64-bit words); unpack: reads
+    the outputs' layouts back."""
+
+    def __init__(self, specs, outputs, rt):
+        self.count = len(specs)
+        ranks = [0 if s.shape is None else len(s.shape) for s in specs]
+        codes = [_lib.DTYPES[s.dtype][0] for s in specs]
+        self.heads = list(zip(codes, ranks))
+        self.scalars = {i: rt.dtype(codes[i])
+                        for i, s in enumerate(specs) if s.shape is None}
+        self.constants = _constants(specs)
+        self.entries = [
+            (s, s.dtype, s.shape is not None and
+             all(type(e) is int and e == -1 for e in s.shape), head,
+             rt.dtype(head[0]))
+            for s, head in zip(specs, self.heads)]
+        fits = all(r <= _lib.FZ_MAX_RANK for r in ranks)  # else no build
+        named = any(isinstance(e, str) for s in specs for e in s.shape or ())
+        self.quick = fits and not named   # see _quick_pattern
+        # "_S0", "_S1", ...: at most one name per axis
+        self.symbol_names = [_symbol_name(i) for i in range(sum(ranks))]
+        self.pack = struct.Struct("=" + "".join(
+            _lib.device_tensor_format(r) for r in ranks)) if fits else None
+        self.in_array = ctypes.c_uint64 * (_WORDS * max(1, len(specs)))
+        self.in_data = [i * _WORDS + _DATA_WORD for i in range(len(specs))]
+        m = self.num_outputs = len(outputs)
+        self.out_array = ctypes.c_uint64 * (_WORDS * max(1, m))
+        self.out_data = [i * _WORDS + _DATA_WORD for i in range(m)]
+        self.unpack = struct.Struct(
+            "=" + _lib.DEVICE_TENSOR_FIELDS * max(1, m))
+
+
+_SIZE = ctypes.sizeof(_lib.DeviceTensor)
+_WORDS = _SIZE // 8
+_DATA_WORD = _lib.DeviceTensor.data.offset // 8
+_FIELDS = len(struct.unpack("=" + _lib.DEVICE_TENSOR_FIELDS,
+                            bytes(_SIZE)))  # values per fz_device_tensor
+_SIZES = 2                                  # where sizes start in them
+_STRIDES = _SIZES + _lib.FZ_MAX_RANK
+
+
 class _Call:
     """Everything a repeated call with the same sizes, strides and dtypes
     needs, prepared once so that a call does no more than it must: the
-    argument arrays of fz_executor_run, filled in but for the pointers; a
-    c_uint64 view of each pointer slot (setting .value on it writes the
-    array in place, without making a Structure per element as indexing
-    does); the output allocations' arguments; the error struct and the
-    byref() of everything ctypes passes by pointer."""
+    argument arrays of fz_executor_run (as 64-bit words), filled in but
+    for the pointers, and the index of each pointer; each output's
+    empty_strided arguments; fz_executor_run's arguments but the stream
+    and the error struct."""
 
-    def __init__(self, built, device, inputs, outputs, out_specs, scalars):
-        import torch
+    __slots__ = ("built", "device", "inputs", "in_data", "outputs",
+                 "out_alloc", "scalars")
+
+    def __init__(self, built, device, inputs, in_data, outputs, out_alloc,
+                 scalars):
         self.built = built
         self.device = device
-        self.inputs = inputs
+        self.inputs = inputs        # c_uint64 array: fz_device_tensor[]
+        self.in_data = in_data      # index of each input's data pointer
         self.outputs = outputs
-        self.out_specs = out_specs  # (sizes, strides, torch dtype)
+        self.out_alloc = out_alloc  # (index of data, sizes, strides, dtype)
         self.scalars = scalars      # input index -> torch dtype, for numbers
-        size = ctypes.sizeof(_lib.DeviceTensor)
-        data = _lib.DeviceTensor.data.offset
-        self.in_slots = [ctypes.c_uint64.from_buffer(inputs, i * size + data)
-                         for i in range(len(inputs))]
-        self.out_slots = [ctypes.c_uint64.from_buffer(outputs, i * size + data)
-                          for i in range(len(outputs))]
-        self.executor = ctypes.c_void_p(built.executor.value)
-        self.err = _lib.Error()
-        self.err_ref = ctypes.byref(self.err)
-        self.empty_strided = torch.empty_strided
-        self.stream_of = _raw_stream_getter()
-        self.device_index = device.index
-        self.run_fn = _lib.lib().fz_executor_run
 
     def run(self, args, name):
-        keep = None
-        slots = self.in_slots
-        scalars = self.scalars
-        for i, a in enumerate(args):
-            if scalars and i in scalars and not hasattr(a, "data_ptr"):
-                import torch
-                a = torch.tensor(a, dtype=scalars[i], device=self.device)
-                keep = (keep or []) + [a]
-            slots[i].value = a.data_ptr()
-        outs = []
-        empty = self.empty_strided
-        dev = self.device
-        for slot, (sizes, strides, dtype) in zip(self.out_slots,
-                                                 self.out_specs):
-            o = empty(sizes, strides, dtype=dtype, device=dev)
-            slot.value = o.data_ptr()
-            outs.append(o)
-        st = self.run_fn(self.executor, self.inputs, len(args), self.outputs,
-                         len(outs), self.stream_of(self.device_index),
-                         self.err_ref)
-        if st != _lib.FZ_OK:
-            _lib.raise_error(self.err, "fusion %s" % name)
-        # Numbers made into tensors (`keep`) are freed once the launch is
+        # Numbers made into tensors (in args) are freed once the launch is
         # queued: torch's caching allocator gives their memory only to work
         # queued after it on the same stream.
+        if self.scalars:
+            args = self._numbers_as_tensors(args)
+        words = self.inputs
+        for k, a in zip(self.in_data, args):
+            words[k] = a.data_ptr()
+        outs = []
+        rt = _TORCH
+        empty = rt.empty_strided
+        dev = self.device
+        words = self.outputs
+        for k, sizes, strides, dtype in self.out_alloc:
+            o = empty(sizes, strides, dtype=dtype, device=dev)
+            words[k] = o.data_ptr()
+            outs.append(o)
+        handle = rt.stream_of(dev.index)
+        stream = rt.streams.get(handle)
+        if stream is None:
+            stream = rt.stream(handle)
+        built = self.built
+        if built.run(built.executor, self.inputs, len(self.in_data), words,
+                     len(outs), stream, built.err_ref) != _lib.FZ_OK:
+            _lib.raise_error(built.err, "fusion %s" % name)
         return outs
+
+    def _numbers_as_tensors(self, args):
+        args = list(args)
+        for i, dtype in self.scalars.items():
+            if not hasattr(args[i], "data_ptr"):
+                args[i] = _TORCH.torch.tensor(args[i], dtype=dtype,
+                                              device=self.device)
+        return args
 
 
 class FusionDefinition:
@@ -179,6 +281,7 @@ class FusionDefinition:
         self._done = False
         self._built = {}     # (pattern, device) -> _Built
         self._calls = {}     # exact signature -> _Call
+        self._info = None    # _Inputs, once the definition is complete
         self._lock = threading.Lock()
         self._last = None
         self._static = False  # -1 extents become fixed sizes (see reshape)
@@ -280,7 +383,7 @@ class FusionDefinition:
                              % (self.name, len(self._inputs), len(args)))
         sizes = {}      # symbol -> size
         by_size = {}    # size -> symbol, for -1 axes
-        constants = set()
+        constants = _constants(self._inputs)
         for i, (spec, a) in enumerate(zip(self._inputs, args)):
             if spec.shape is None:
                 continue
@@ -288,8 +391,6 @@ class FusionDefinition:
                 raise ValueError("input %d has rank %d, the fusion declares %d"
                                  % (i, a.dim(), len(spec.shape)))
             for k, e in enumerate(spec.shape):
-                if isinstance(e, int) and e > 1:
-                    constants.add(e)
                 if isinstance(e, str):
                     n = int(a.shape[k])
                     if sizes.setdefault(e, n) != n:
@@ -301,39 +402,47 @@ class FusionDefinition:
             if spec.shape is None:
                 pattern.append((spec.dtype, None))
                 continue
-            codes, names = [], []
-            for k, e in enumerate(spec.shape):
-                n = int(a.shape[k])
-                if isinstance(e, str):
-                    codes.append(_lib.FZ_EXTENT_SYMBOL)
-                    names.append(e)
-                elif e == -1 and n != 1 and (self._static or n in constants):
-                    codes.append(n)  # equal to a declared constant: the same
-                    names.append(None)
-                elif e == -1 and n != 1:
-                    if n not in by_size:
-                        by_size[n] = "_S%d" % len(by_size)
-                    codes.append(_lib.FZ_EXTENT_SYMBOL)
-                    names.append(by_size[n])
-                elif e in (-1, 1):
-                    if n != 1:
-                        raise ValueError("input %d axis %d: size %d, the fusion "
-                                         "declares 1" % (len(pattern), k, n))
-                    codes.append(_lib.FZ_EXTENT_BROADCAST)
-                    names.append(None)
-                else:
-                    if n != e:
-                        raise ValueError("input %d axis %d: size %d, the fusion "
-                                         "declares %d" % (len(pattern), k, n, e))
-                    codes.append(e)
-                    names.append(None)
+            codes, names = self._axis_symbols(len(pattern), spec, a.shape,
+                                              self._static, constants,
+                                              by_size)
             order = spec.stride_order
             if order is None:
                 order = _order_of(a.shape, a.stride())
             contig = _contiguity(a.shape, a.stride(), order)
-            pattern.append((spec.dtype, tuple(codes), tuple(names),
-                            tuple(order), tuple(contig)))
+            pattern.append((spec.dtype, codes, names, tuple(order),
+                            tuple(contig)))
         return tuple(pattern)
+
+    @staticmethod
+    def _axis_symbols(index, spec, shape, static, constants, by_size):
+        """codes and names of input `index`'s axes (any declared shape)."""
+        codes, names = [], []
+        for k, e in enumerate(spec.shape):
+            n = int(shape[k])
+            if isinstance(e, str):
+                codes.append(_lib.FZ_EXTENT_SYMBOL)
+                names.append(e)
+            elif e == -1 and n != 1 and (static or n in constants):
+                codes.append(n)  # equal to a declared constant: the same
+                names.append(None)
+            elif e == -1 and n != 1:
+                if n not in by_size:
+                    by_size[n] = _symbol_name(len(by_size))
+                codes.append(_lib.FZ_EXTENT_SYMBOL)
+                names.append(by_size[n])
+            elif e in (-1, 1):
+                if n != 1:
+                    raise ValueError("input %d axis %d: size %d, the fusion "
+                                     "declares 1" % (index, k, n))
+                codes.append(_lib.FZ_EXTENT_BROADCAST)
+                names.append(None)
+            else:
+                if n != e:
+                    raise ValueError("input %d axis %d: size %d, the fusion "
+                                     "declares %d" % (index, k, n, e))
+                codes.append(e)
+                names.append(None)
+        return tuple(codes), tuple(names)
 
     def _build(self, pattern):
         lib = _lib.lib()
@@ -399,19 +508,158 @@ class FusionDefinition:
         self._done = True
         args = inputs if type(inputs) in (list, tuple) else list(inputs)
         sig = _signature(args)
-        with self._lock:
+        # acquire/release: half the cost of `with` on this path
+        lock = self._lock
+        lock.acquire()
+        try:
             call = self._calls.get(sig)
             if call is None:
-                call = self._prepare(args, device)
+                call = self._prepare(args, device, sig)
                 if len(self._calls) >= 4096:  # shapes that never repeat
                     self._calls.clear()
                 self._calls[sig] = call
             outs = call.run(args, self.name)
             self._last = call.built
-            return outs
+        finally:
+            lock.release()
+        return outs
 
-    def _prepare(self, args, device):
-        import torch
+    def _prepare(self, args, device, sig):
+        """The _Call for a new signature: checks the inputs, finds (or
+        builds) the fusion of their pattern, fills fz_executor_run's
+        input array and asks for every output's layout."""
+        rt = _TORCH or _torch()
+        info = self._info
+        if info is None:
+            info = self._info = _Inputs(self._inputs, self._outputs, rt)
+        quick = self._quick_pattern(args, sig, info, rt)
+        if quick is not None:
+            dev, pattern, values = quick
+        else:
+            dev = self._check_inputs(args, device, rt)
+            pattern = self._pattern(args)
+            values = []
+            for head, a in zip(info.heads, args):
+                values += head
+                if head[1]:
+                    values += a.shape
+                    values += a.stride()
+        built = self._built.get((pattern, dev.index))
+        if built is None:
+            built = self._build_executor(args, dev, pattern)
+        n = len(args)
+        inputs = info.in_array()
+        info.pack.pack_into(inputs, 0, *values)
+        m = info.num_outputs
+        outputs = info.out_array()
+        if built.output_layouts(built.executor, inputs, n, outputs, m,
+                                built.err_ref):
+            self._raise_layout_error(built, inputs, n)
+        got = info.unpack.unpack_from(outputs)
+        out_alloc = []
+        dtype = rt.dtypes.get
+        for data, at in zip(info.out_data, range(0, m * _FIELDS, _FIELDS)):
+            sizes = at + _SIZES
+            strides = at + _STRIDES
+            rank = got[at + 1]
+            out_alloc.append((data, got[sizes:sizes + rank],
+                              got[strides:strides + rank],
+                              dtype(got[at]) or rt.dtype(got[at])))
+        # (a tuple: the garbage collector stops tracking it once it holds
+        # only untracked objects; a call may be kept for long)
+        return _Call(built, dev, inputs, info.in_data, outputs,
+                     tuple(out_alloc), info.scalars)
+
+    def _quick_pattern(self, args, sig, info, rt):
+        """(device, pattern, the input array's values) in one pass over
+        the signature, for inputs that are what the definition declares
+        (CUDA tensors of its dtypes and ranks on one device, numbers or
+        0-dim CUDA tensors for scalars) and whose -1 axes need no named
+        symbol (nor a rank past FZ_MAX_RANK); None for anything else,
+        which the general path checks (and reports) as it always has. The
+        pattern is _pattern's; a dtype is compared by identity (torch's
+        dtypes are singletons)."""
+        if not info.quick or len(args) != info.count:
+            return None
+        Tensor = rt.Tensor
+        static = self._static
+        constants = info.constants
+        simple = not (static or constants)  # -1 axes: symbols or b1
+        index = None
+        by_size = {}
+        setdefault = by_size.setdefault
+        symbol_names = info.symbol_names
+        pattern = []
+        values = []
+        for a, key, (spec, name, plain, head, dtype) in zip(args, sig,
+                                                            info.entries):
+            rank = head[1]
+            if not isinstance(a, Tensor):
+                if rank:
+                    return None
+                pattern.append((name, None))
+                values += head
+                continue
+            dt, shape, stride, device_index = key
+            if dt is not dtype or not a.is_cuda or len(shape) != rank:
+                return None
+            if not rank:
+                pattern.append((name, None))
+                values += head
+                continue
+            if index is None:
+                index = device_index
+            elif device_index != index:
+                return None
+            ones = 1 in shape
+            if plain and simple and not ones:
+                # every axis a symbol named by its size (written out for
+                # ranks 1 and 2, left to right: cheaper than a loop)
+                codes = _SYMBOLS[rank]
+                if rank == 1:
+                    names = (setdefault(shape[0], symbol_names[len(by_size)]),)
+                elif rank == 2:
+                    names = (setdefault(shape[0], symbol_names[len(by_size)]),
+                             setdefault(shape[1], symbol_names[len(by_size)]))
+                else:
+                    names = []
+                    for n in shape:
+                        names.append(setdefault(n,
+                                                symbol_names[len(by_size)]))
+                    names = tuple(names)
+            else:
+                try:
+                    codes, names = self._axis_symbols(
+                        len(pattern), spec, shape, static, constants, by_size)
+                except ValueError:  # raised in order by the general path
+                    return None
+            # Exactly row-major strides, no size 1: the logical order,
+            # every axis contiguous (what _order_of and _contiguity find,
+            # at more cost).
+            order = spec.stride_order
+            if order is None and not ones and (
+                    stride[0] == 1 if rank == 1 else
+                    stride[1] == 1 and stride[0] == shape[1] if rank == 2 else
+                    _row_major(shape, stride)):
+                order, contig = _IDENTITY[rank], _DENSE[rank]
+            else:
+                if order is None:
+                    order = _order_of(shape, stride)
+                order = tuple(order)
+                contig = tuple(_contiguity(shape, stride, order))
+            pattern.append((name, codes, names, order, contig))
+            values += head
+            values += shape
+            values += stride
+        if index is None:  # scalars only: the device comes from elsewhere
+            return None
+        dev = rt.devices.get(index) or rt.cuda(index)
+        return dev, tuple(pattern), values
+
+    def _check_inputs(self, args, device, rt):
+        """The inputs' device, after checking every input's kind, dtype
+        and device (raising on the first that is wrong)."""
+        torch = rt.torch
         dev = None
         for a in args:
             if isinstance(a, torch.Tensor) and a.dim() > 0:
@@ -437,62 +685,49 @@ class FusionDefinition:
             if dtype_name(a.dtype) != spec.dtype:
                 raise TypeError("an input is %s, the fusion declares %s"
                                 % (a.dtype, spec.dtype))
-        pattern = self._pattern(args)
-        key = (pattern, dev.index)
-        built = self._built.get(key)
-        if built is None:
-            try:
-                fusion, text = self._build(pattern)
-            except _NeedStatic:
-                # From now on every call builds for its exact sizes.
-                self._static = True
-                pattern = self._pattern(args)
-                key = (pattern, dev.index)
-                fusion, text = self._build(pattern)
-            lib = _lib.lib()
-            ex = ctypes.c_void_p()
-            err = _lib.Error()
-            if lib.fz_executor_create(fusion, _device(dev.index),
-                                      ctypes.byref(ex), ctypes.byref(err)):
-                lib.fz_fusion_destroy(fusion)
-                _lib.raise_error(err, "fusion %s" % self.name)
-            try:
-                _memory.use_torch_allocator(ex, dev.index)
-            except Exception:
-                lib.fz_executor_destroy(ex)
-                lib.fz_fusion_destroy(fusion)
-                raise
-            built = _Built(fusion, ex, text)
-            self._built[key] = built
+        return dev
 
-        n = len(args)
-        inputs = (_lib.DeviceTensor * max(1, n))()
-        scalars = {}
-        for i, (spec, a) in enumerate(zip(self._inputs, args)):
-            t = inputs[i]
-            t.dtype = _lib.DTYPES[spec.dtype][0]
-            if spec.shape is None:
-                t.rank = 0
-                scalars[i] = _torch_dtype(t.dtype)
-                continue
-            t.rank = a.dim()
-            for k in range(a.dim()):
-                t.sizes[k] = a.shape[k]
-                t.strides[k] = a.stride()[k]
-        m = len(self._outputs)
-        outputs = (_lib.DeviceTensor * max(1, m))()
-        out_specs = []
+    def _build_executor(self, args, dev, pattern):
+        """Builds the fusion of `pattern` and its executor on `dev`."""
+        key = (pattern, dev.index)
+        try:
+            fusion, text = self._build(pattern)
+        except _NeedStatic:
+            # From now on every call builds for its exact sizes.
+            self._static = True
+            pattern = self._pattern(args)
+            key = (pattern, dev.index)
+            fusion, text = self._build(pattern)
+        lib = _lib.lib()
+        ex = ctypes.c_void_p()
+        err = _lib.Error()
+        if lib.fz_executor_create(fusion, _device(dev.index),
+                                  ctypes.byref(ex), ctypes.byref(err)):
+            lib.fz_fusion_destroy(fusion)
+            _lib.raise_error(err, "fusion %s" % self.name)
+        try:
+            _memory.use_torch_allocator(ex, dev.index)
+        except Exception:
+            lib.fz_executor_destroy(ex)
+            lib.fz_fusion_destroy(fusion)
+            raise
+        built = _Built(fusion, ex, text)
+        self._built[key] = built
+        return built
+
+    def _raise_layout_error(self, built, inputs, n):
+        """fz_executor_output_layouts failed: the error, as the first
+        output asked for alone reports it (with its index)."""
         lib = _lib.lib()
         err = _lib.Error()
-        for i in range(m):
+        out = _lib.DeviceTensor()
+        inputs = ctypes.cast(inputs, ctypes.POINTER(_lib.DeviceTensor))
+        for i in range(len(self._outputs)):
             if lib.fz_executor_output_layout(built.executor, inputs, n, i,
-                                             ctypes.byref(outputs[i]),
+                                             ctypes.byref(out),
                                              ctypes.byref(err)):
                 _lib.raise_error(err, "fusion %s output %d" % (self.name, i))
-            o = outputs[i]
-            out_specs.append((tuple(o.sizes[:o.rank]), tuple(o.strides[:o.rank]),
-                              _torch_dtype(o.dtype)))
-        return _Call(built, dev, inputs, outputs, out_specs, scalars)
+        _lib.raise_error(built.err, "fusion %s" % self.name)
 
     # -- introspection
 
@@ -570,14 +805,55 @@ def _signature(args):
     tensor, the Python type of every number. (Pointer alignment, which
     also selects a kernel, is the executor's own business: it keys its
     cache by it.) get_device() is an int, where .device would build a
-    torch.device per call."""
+    torch.device per call. (A loop: cheaper than a comprehension before
+    Python 3.12.)"""
     sig = []
-    for a in args:
-        try:
+    try:
+        for a in args:
             sig.append((a.dtype, a.shape, a.stride(), a.get_device()))
-        except AttributeError:
-            sig.append(type(a))
+    except AttributeError:  # a number among the tensors
+        sig = []
+        for a in args:
+            try:
+                sig.append((a.dtype, a.shape, a.stride(), a.get_device()))
+            except AttributeError:
+                sig.append(type(a))
     return tuple(sig)
+
+
+def _constants(specs):
+    """The extents declared as numbers above 1: a -1 axis of one of these
+    sizes takes the number, not a symbol."""
+    return {e for spec in specs for e in spec.shape or ()
+            if isinstance(e, int) and e > 1}
+
+
+_SYMBOL, _BROADCAST = _lib.FZ_EXTENT_SYMBOL, _lib.FZ_EXTENT_BROADCAST
+_SYMBOL_NAMES = ["_S%d" % i for i in range(64)]
+_SYMBOLS = [(_SYMBOL,) * r for r in range(_lib.FZ_MAX_RANK + 1)]
+
+
+def _symbol_name(i):
+    """The symbol of the i-th distinct size of a call's -1 axes."""
+    return _SYMBOL_NAMES[i] if i < 64 else "_S%d" % i
+
+
+def _row_major(sizes, strides):
+    """Are these exactly the dense row-major strides of sizes? Without a
+    size 1 the allocation order is then the logical one and every axis is
+    contiguous, which _order_of and _contiguity would find at more cost
+    (a size 0 makes the strides outside it 0, which _order_of keeps in
+    logical order too)."""
+    expected = 1
+    for k in range(len(sizes) - 1, -1, -1):
+        if strides[k] != expected:
+            return False
+        expected *= sizes[k]
+    return True
+
+
+_IDENTITY = [tuple(range(r)) for r in range(_lib.FZ_MAX_RANK + 1)]
+_DENSE = [(True,) * r for r in range(_lib.FZ_MAX_RANK + 1)]
 
 
 def _order_of(sizes, strides):

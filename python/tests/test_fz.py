@@ -172,6 +172,56 @@ def test_sizes_are_run_time_values():
     assert "symbol" in fd._last.text, fd._last.text
 
 
+def test_new_sizes_and_repeated_calls():
+    """A new size of a built pattern prepares a call (no build: one
+    executor), a repeated size only runs (no signature miss); results are
+    PyTorch's either way, for three outputs, with the scalar as a number
+    or a 0-dim tensor, on the default stream and a side stream. A
+    transposed input is another pattern (a second build)."""
+    with fz.FusionDefinition("ln_stats") as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=torch.float32)
+        w = fd.define_tensor(shape=[-1], dtype=torch.float32)
+        eps = fd.define_scalar(torch.float64)
+        mean = fd.ops.mean(x, dims=[1], keepdim=True)
+        d = x - mean
+        rstd = fd.ops.rsqrt(fd.ops.mean(d * d, dims=[1], keepdim=True) + eps)
+        fd.add_output(d * rstd * w)
+        fd.add_output(mean)
+        fd.add_output(rstd)
+
+    def check(x, w, e, what):
+        y, m, r = fd.execute([x, w, e])
+        want_m = x.mean(1, keepdim=True)
+        want_r = torch.rsqrt(((x - want_m) ** 2).mean(1, keepdim=True) +
+                             1e-5)
+        close(m, want_m, 1e-5, 1e-6, "mean, " + what)
+        close(r, want_r, 1e-4, 1e-6, "rstd, " + what)
+        close(y, (x - want_m) * want_r * w, 1e-4, 1e-5, "y, " + what)
+
+    shapes = [(300 + 7 * k, 517 + 13 * k) for k in range(6)]
+    number, tensor = 1e-5, torch.tensor(1e-5, dtype=torch.float64, device=DEV)
+    for k, (m, n) in enumerate(shapes):
+        check(rand(m, n), rand(n), tensor if k % 2 else number,
+              "new size %dx%d" % (m, n))
+    st = fd.stats()
+    assert len(fd._built) == 1, "%d builds" % len(fd._built)
+    assert st["signature_misses"] == len(shapes), st
+    calls = len(fd._calls)
+    side = torch.cuda.Stream(DEV)
+    for k, (m, n) in enumerate(shapes):
+        with torch.cuda.stream(side if k % 3 == 0 else
+                               torch.cuda.current_stream(DEV)):
+            check(rand(m, n), rand(n), tensor if k % 2 else number,
+                  "again %dx%d" % (m, n))
+    torch.cuda.synchronize()
+    st = fd.stats()
+    assert st["signature_misses"] == len(shapes), st
+    assert st["runs"] == 2 * len(shapes), st
+    assert len(fd._calls) == calls, "%d calls prepared" % len(fd._calls)
+    check(rand(517, 300).t(), rand(517), number, "transposed")
+    assert len(fd._built) == 2, "%d builds" % len(fd._built)
+
+
 def _full_sum():
     """A sum long enough to be split across blocks: its kernel takes a
     workspace and counters, fz's scratch memory."""
