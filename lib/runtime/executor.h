@@ -12,9 +12,10 @@
 #include "sched/segment.h"
 
 /* A compiled kernel, shared by every segment launch (of any signature)
- * whose plan has the same structural key. */
+ * whose plan has the same structural key (fz_plan_identify: the binary
+ * form of fz_plan_key). */
 typedef struct kernel_entry {
-  const char *key;
+  fz_plan_id id;
   fz_module *module;
   char *ptx;
 } kernel_entry;

@@ -70,9 +70,9 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
                                         fz_arena *plan_arena,
                                         const fz_dump_unit *dump, int k,
                                         kernel_entry **out, fz_error *err) {
-  const char *key = fz_plan_key(plan, plan_arena);
+  fz_plan_id id = fz_plan_identify(plan, plan_arena);
   for (int i = 0; i < ex->num_kernels; i++)
-    if (strcmp(ex->kernels[i]->key, key) == 0) {
+    if (fz_plan_id_equal(&ex->kernels[i]->id, &id)) {
       *out = ex->kernels[i];
       return FZ_OK;
     }
@@ -96,7 +96,9 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
     return st;
   }
   kernel_entry *entry = fz_arena_alloc(ex->arena, sizeof *entry);
-  entry->key = fz_arena_strdup(ex->arena, key);
+  unsigned char *bytes = fz_arena_alloc(ex->arena, id.len);
+  memcpy(bytes, id.bytes, id.len);
+  entry->id = (fz_plan_id){.hash = id.hash, .len = id.len, .bytes = bytes};
   entry->module = module;
   entry->ptx = code.ptx;
   code.ptx = NULL;

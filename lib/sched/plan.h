@@ -434,6 +434,16 @@ size_t fz_plan_tile_bytes(const fz_plan *plan);
 /* A string that identifies the compiled kernel: everything in the plan
  * except sizes, strides and the launch grid. Arena-allocated. */
 const char *fz_plan_key(const fz_plan *plan, fz_arena *arena);
+/* plan_id.c: the same key in binary, without printing (what the
+ * executor's kernel cache compares): equal exactly when the texts of
+ * fz_plan_key are equal. The bytes are arena-allocated. */
+typedef struct fz_plan_id {
+  uint64_t hash;
+  size_t len;
+  const unsigned char *bytes;
+} fz_plan_id;
+fz_plan_id fz_plan_identify(const fz_plan *plan, fz_arena *arena);
+bool fz_plan_id_equal(const fz_plan_id *a, const fz_plan_id *b);
 
 /* Text form for fuse-opt --emit=sched and lit tests. */
 void fz_plan_print(const fz_plan *plan, fz_buf *out);
