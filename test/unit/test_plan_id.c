@@ -11,33 +11,14 @@
  *    few sizes and of 300 random fusions, ids are equal exactly when the
  *    texts are.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/pass.h"
-#include "sched/plan.h"
 #include "sched/segment.h"
 #include "testing/random.h"
 #include "test_util.h"
-
-/* Every tensor dense in its declared layout (row-major when undeclared),
- * 16-byte aligned, as fuse-opt makes up its problem. */
-static void describe(const fz_value *v, const int64_t *symbols,
-                     fz_tensor_desc *d) {
-  const fz_type *t = &v->type;
-  *d = (fz_tensor_desc){.dtype = t->dtype, .rank = t->rank, .align = 16};
-  int64_t stride = 1;
-  for (int p = t->rank - 1; p >= 0; p--) {
-    int axis = t->has_layout ? t->alloc_order[p] : p;
-    d->sizes[axis] = fz_axis_size(&t->axes[axis], symbols);
-    if (t->axes[axis].kind == FZ_AXIS_BROADCAST && v->kind == FZ_VALUE_INPUT)
-      continue; /* stride 0 */
-    d->strides[axis] = stride;
-    stride *= d->sizes[axis] > 1 ? d->sizes[axis] : 1;
-  }
-}
 
 /* The plans of every segment of f at these symbol values, in arena;
  * false when f cannot be segmented or scheduled there. */
@@ -49,9 +30,9 @@ static bool plans_of(const fz_fusion *f, const int64_t *symbols,
   fz_tensor_desc *out =
       fz_arena_alloc(arena, sizeof *out * (size_t)(f->num_outputs + 1));
   for (int i = 0; i < f->num_inputs; i++)
-    describe(f->inputs[i], symbols, &in[i]);
+    test_dense_desc(f->inputs[i], symbols, &in[i]);
   for (int i = 0; i < f->num_outputs; i++)
-    describe(f->outputs[i], symbols, &out[i]);
+    test_dense_desc(f->outputs[i], symbols, &out[i]);
   fz_problem pb = {.fusion = f, .inputs = in, .outputs = out,
                    .symbols = symbols, .device = fz_device_info_default(90)};
   fz_segmentation *seg = NULL;
@@ -498,50 +479,21 @@ static void add_plans(corpus *c, const fz_fusion *f, const int64_t *symbols) {
   fz_arena_destroy(a);
 }
 
-/* A few sizes for every symbol of the fusions of one directory. */
-static void add_directory(corpus *c, const char *relative) {
+/* Every fusion of a directory at a few sizes. */
+static void add_file(const char *file, fz_fusion *f, void *ctx) {
+  (void)file;
   static const int64_t sizes[][2] = {{8, 8}, {1000, 700}, {37, 4100}, {4096, 96}};
-  DIR *dir = opendir(test_source_path(relative));
-  ck_assert_ptr_nonnull(dir);
-  char path[4096];
-  for (struct dirent *e; (e = readdir(dir));) {
-    size_t len = strlen(e->d_name);
-    if (len < 4 || strcmp(e->d_name + len - 3, ".fz") != 0)
-      continue;
-    snprintf(path, sizeof path, "%s/%s", test_source_path(relative), e->d_name);
-    FILE *file = fopen(path, "rb");
-    ck_assert_ptr_nonnull(file);
-    static char text[1 << 16];
-    size_t got = fread(text, 1, sizeof text - 1, file);
-    fclose(file);
-    text[got] = 0;
-    fz_fusion *f = NULL;
-    fz_error err = {0};
-    if (strstr(text, "\n// -----") ||
-        fz_parse(e->d_name, text, got, &f, &err) != FZ_OK)
-      continue;
-    if (fz_run_pass(f, "resize-pushdown", &err) == FZ_OK &&
-        fz_run_pass(f, "gather-pushdown", &err) == FZ_OK)
-      for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        int64_t values[64] = {0};
-        if (f->num_symbols > 64)
-          break;
-        for (int k = 0; k < f->num_symbols; k++)
-          values[k] = f->symbols[k].num_terms ? -1 : sizes[s][k % 2];
-        fz_error err = {0};
-        if (fz_symbols_derive(f, values, &err) == FZ_OK &&
-            fz_check_sizes(f, values, FZ_ERR_ARGUMENT, &err) == FZ_OK)
-          add_plans(c, f, values);
-      }
-    fz_fusion_destroy(f);
-  }
-  closedir(dir);
+  int64_t values[64];
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    if (f->num_symbols <= 64 &&
+        test_bind_symbols(f, sizes[s][0], sizes[s][1], values))
+      add_plans(ctx, f, values);
 }
 
 START_TEST(ids_agree_with_texts) {
   corpus c = {.arena = fz_arena_create()};
-  add_directory(&c, "test/gpu");
-  add_directory(&c, "bench/fusions");
+  test_each_fusion_file("test/gpu", add_file, &c);
+  test_each_fusion_file("bench/fusions", add_file, &c);
   int from_files = c.count;
   for (uint64_t seed = 1; seed <= 300; seed++) {
     fz_random_options o = {.allow_reductions = seed % 2 == 0};
