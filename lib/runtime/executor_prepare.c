@@ -280,6 +280,11 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
           plan->kernel_name, plan->cluster, plan->threads, props->name);
   }
   s->skip = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+  memcpy(s->grid, grid, sizeof s->grid);
+  memcpy(s->block, block, sizeof s->block);
+  s->shared_bytes = (unsigned)fz_plan_shared_bytes(plan);
+  s->has_gather = fz_plan_has_gather(plan);
+  e->has_gather |= s->has_gather && !s->skip;
   s->scalars =
       fz_arena_alloc(e->arena, sizeof(int64_t) * (size_t)(s->num_scalars + 1));
   fz_plan_scalar_params(plan, s->scalars);
@@ -323,7 +328,8 @@ static bool all_outputs_empty(const fz_problem *pb) {
 fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                               const fz_device_tensor *out, const fz_bindings *b,
                               const int64_t *sig, int sig_len,
-                              signature_entry **entry, fz_error *err) {
+                              uint64_t sig_hash, signature_entry **entry,
+                              fz_error *err) {
   *entry = NULL;
   const fz_fusion *f = ex->fusion;
   fz_arena *arena = fz_arena_create();
@@ -395,6 +401,7 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
     return st;
   }
   e->sig_len = sig_len;
+  e->sig_hash = sig_hash;
   e->sig = fz_arena_alloc(arena, sizeof(int64_t) * (size_t)(sig_len + 1));
   memcpy(e->sig, sig, sizeof(int64_t) * (size_t)sig_len);
   fz_arena_push(ex->arena, (void ***)&ex->signatures, &ex->num_signatures,
