@@ -18,7 +18,9 @@
  *             included), as the executor runs it: only for segments of a
  *             fusion not scheduled whole;
  *   verify    fz_plan_verify again, alone, to show its share;
- *   key       fz_plan_key per plan (what finds an existing kernel);
+ *   key       fz_plan_identify per plan (the binary plan key the
+ *             executor's kernel cache compares: what finds an existing
+ *             kernel);
  *   params    fz_plan_scalar_params and the launch shape;
  *   print     fz_plan_print (the signature's plan text: the executor
  *             prints it only when asked, fz_executor_last_plan).
@@ -104,7 +106,7 @@ static void describe(const fz_value *v, const int64_t *symbols,
 /* One miss, timed per stage into t[STAGES] (microseconds); the plan key
  * of every launch is added to keys (distinct ones only). */
 static void one_miss(const fz_fusion *f, const int64_t *symbols, double *t,
-                     const char **keys, int *num_keys, fz_arena *keep) {
+                     fz_plan_id *keys, int *num_keys, fz_arena *keep) {
   fz_tensor_desc in[8], out[8];
   for (int i = 0; i < f->num_inputs; i++)
     describe(f->inputs[i], symbols, &in[i]);
@@ -139,7 +141,7 @@ static void one_miss(const fz_fusion *f, const int64_t *symbols, double *t,
     double s1 = now_us();
     (void)fz_plan_verify(plan, &err);
     double s2 = now_us();
-    const char *key = fz_plan_key(plan, arena);
+    fz_plan_id key = fz_plan_identify(plan, arena);
     double s3 = now_us();
     int64_t scalars[FZ_MAX_PARAMS];
     fz_plan_scalar_params(plan, scalars);
@@ -155,9 +157,13 @@ static void one_miss(const fz_fusion *f, const int64_t *symbols, double *t,
     t[5] += s5 - s4;
     bool seen = false;
     for (int i = 0; i < *num_keys && !seen; i++)
-      seen = strcmp(keys[i], key) == 0;
-    if (!seen)
-      keys[(*num_keys)++] = fz_arena_strdup(keep, key);
+      seen = fz_plan_id_equal(&keys[i], &key);
+    if (!seen) {
+      unsigned char *bytes = fz_arena_alloc(keep, key.len);
+      memcpy(bytes, key.bytes, key.len);
+      key.bytes = bytes;
+      keys[(*num_keys)++] = key;
+    }
   }
   free(fz_buf_take(&text));
   fz_segmentation_destroy(seg);
@@ -173,7 +179,7 @@ static void sweep(const char *name, const char *text, int num_shapes,
     exit(1);
   }
   fz_arena *keep = fz_arena_create();
-  const char *keys[4 * MAX_SHAPES];
+  fz_plan_id keys[4 * MAX_SHAPES];
   int num_keys = 0;
   double total[STAGES] = {0}, miss_total = 0;
   double *samples = malloc(sizeof(double) * (size_t)reps * STAGES);

@@ -51,32 +51,32 @@ static fz_status bind_input(const fz_fusion *f, int index,
                             const fz_host_tensor *t, int64_t *values,
                             origin *origins, fz_error *err) {
   const fz_value *v = f->inputs[index];
-  char l[64];
-  fz_value_label(v, l, sizeof l);
+  char l[64]; /* the label, made for a message only (every call binds) */
   if (t->dtype != v->type.dtype)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "input %d (%s): dtype %s does not match the declared "
                         "%s",
-                        index, l, fz_dtype_name(t->dtype),
-                        fz_dtype_name(v->type.dtype));
+                        index, fz_value_label(v, l, sizeof l),
+                        fz_dtype_name(t->dtype), fz_dtype_name(v->type.dtype));
   if (t->rank != v->type.rank)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "input %d (%s): rank %d does not match the declared "
                         "rank %d",
-                        index, l, t->rank, v->type.rank);
+                        index, fz_value_label(v, l, sizeof l), t->rank,
+                        v->type.rank);
   for (int i = 0; i < t->rank; i++) {
     int64_t size = t->sizes[i];
     const fz_axis *a = &v->type.axes[i];
     if (size < 0)
       return fz_error_set(err, FZ_ERR_ARGUMENT,
                           "input %d (%s) axis %d: negative size %" PRId64,
-                          index, l, i, size);
+                          index, fz_value_label(v, l, sizeof l), i, size);
     if (a->kind == FZ_AXIS_BROADCAST && !a->expanded) {
       if (size != 1)
         return fz_error_set(err, FZ_ERR_ARGUMENT,
                             "input %d (%s) axis %d: size %" PRId64
                             " but the axis is declared b1 (size 1)",
-                            index, l, i, size);
+                            index, fz_value_label(v, l, sizeof l), i, size);
       continue;
     }
     fz_extent e = fz_axis_extent(a);
@@ -85,14 +85,16 @@ static fz_status bind_input(const fz_fusion *f, int index,
         return fz_error_set(err, FZ_ERR_ARGUMENT,
                             "input %d (%s) axis %d: size %" PRId64
                             " does not match the declared extent %" PRId64,
-                            index, l, i, size, e.value);
+                            index, fz_value_label(v, l, sizeof l), i, size,
+                            e.value);
       continue;
     }
     if (e.symbol >= f->num_symbols)
       return fz_error_set(err, FZ_ERR_INVALID,
                           "input %d (%s) axis %d uses symbol %d but the "
                           "fusion has %d symbols",
-                          index, l, i, (int)e.symbol, f->num_symbols);
+                          index, fz_value_label(v, l, sizeof l), i,
+                          (int)e.symbol, f->num_symbols);
     if (f->symbols[e.symbol].num_terms)
       continue; /* derived (`N*K`): bind_derived, once the bases are bound */
     if (values[e.symbol] < 0) {
@@ -102,12 +104,12 @@ static fz_status bind_input(const fz_fusion *f, int index,
       const origin *o = &origins[e.symbol];
       char first[64];
       fz_value_label(f->inputs[o->input], first, sizeof first);
-      return fz_error_set(err, FZ_ERR_ARGUMENT,
-                          "input %d (%s) axis %d: size %" PRId64
-                          " but symbol %s is %" PRId64
-                          " (bound by input %d (%s) axis %d)",
-                          index, l, i, size, symbol_name(f, e.symbol),
-                          values[e.symbol], o->input, first, o->axis);
+      return fz_error_set(
+          err, FZ_ERR_ARGUMENT,
+          "input %d (%s) axis %d: size %" PRId64 " but symbol %s is %" PRId64
+          " (bound by input %d (%s) axis %d)",
+          index, fz_value_label(v, l, sizeof l), i, size,
+          symbol_name(f, e.symbol), values[e.symbol], o->input, first, o->axis);
     }
   }
   return FZ_OK;

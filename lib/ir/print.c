@@ -268,10 +268,24 @@ void fz_print_value_label(fz_buf *b, const fz_value *v, const int *numbers) {
 }
 
 const char *fz_value_label(const fz_value *v, char *buf, size_t size) {
-  if (v->name)
-    snprintf(buf, size, "%%%s", v->name);
-  else
+  if (!v->name) {
     snprintf(buf, size, "%%%d", v->id);
+    return buf;
+  }
+  /* what snprintf would write, without its cost: checks label values on
+   * every call of a fusion */
+  if (size == 0)
+    return buf;
+  size_t n = strlen(v->name);
+  if (size == 1) {
+    buf[0] = '\0';
+    return buf;
+  }
+  if (n > size - 2)
+    n = size - 2;
+  buf[0] = '%';
+  memcpy(buf + 1, v->name, n);
+  buf[1 + n] = '\0';
   return buf;
 }
 

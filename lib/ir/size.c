@@ -110,11 +110,10 @@ fz_status fz_check_sizes(const fz_fusion *f, const int64_t *symbol_values,
   for (int i = 0; i < f->num_inputs + f->num_ops; i++) {
     const fz_value *v =
         i < f->num_inputs ? f->inputs[i] : f->ops[i - f->num_inputs]->result;
-    /* Every run binds its sizes, so this is on the hot path: the value's
-     * label (formatted) is made only for the message of a failure, by
-     * checking again. */
+    /* every call of a fusion checks every value: the label is made only
+     * for the message of one that fails */
     if (fz_type_sizes(&v->type, symbol_values, "", status, sizes, NULL, NULL,
-                      err) == FZ_OK)
+                      NULL) == FZ_OK)
       continue;
     fz_value_label(v, what, sizeof what);
     return fz_type_sizes(&v->type, symbol_values, what, status, sizes, NULL,

@@ -182,45 +182,50 @@ static unsigned alignment_of(uint64_t ptr) {
 
 static fz_status check_tensor(const fz_device_tensor *t, const fz_value *v,
                               const char *what, fz_error *err) {
+  /* the label is made for a message only: every call checks its tensors */
   char label[64];
-  fz_value_label(v, label, sizeof label);
   if (t->dtype != v->type.dtype)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "%s %s: dtype %s, but the fusion declares %s", what,
-                        label, fz_dtype_name(t->dtype),
-                        fz_dtype_name(v->type.dtype));
+                        fz_value_label(v, label, sizeof label),
+                        fz_dtype_name(t->dtype), fz_dtype_name(v->type.dtype));
   if (t->rank != v->type.rank)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "%s %s: rank %d, but the fusion declares rank %d",
-                        what, label, t->rank, v->type.rank);
+                        what, fz_value_label(v, label, sizeof label), t->rank,
+                        v->type.rank);
   for (int i = 0; i < t->rank; i++) {
     if (t->sizes[i] < 0)
       return fz_error_set(err, FZ_ERR_ARGUMENT, "%s %s: size %d is negative",
-                          what, label, i);
+                          what, fz_value_label(v, label, sizeof label), i);
     if (t->strides[i] < 0)
       return fz_error_set(err, FZ_ERR_ARGUMENT,
                           "%s %s: stride %d is negative (%lld); negative "
                           "strides are not supported",
-                          what, label, i, (long long)t->strides[i]);
+                          what, fz_value_label(v, label, sizeof label), i,
+                          (long long)t->strides[i]);
   }
   /* Offsets up to the span, in bytes, must fit the kernels' int64
    * arithmetic: this is where a caller's sizes and strides enter. */
-  char whose[96];
-  snprintf(whose, sizeof whose, "%s %s", what, label);
   int64_t span;
-  fz_status st = fz_size_span(t->rank, t->sizes, t->strides, t->dtype, whose,
-                              FZ_ERR_ARGUMENT, &span, err);
-  if (st)
-    return st;
+  if (fz_size_span(t->rank, t->sizes, t->strides, t->dtype, "",
+                   FZ_ERR_ARGUMENT, &span, NULL) != FZ_OK) {
+    char whose[96];
+    snprintf(whose, sizeof whose, "%s %s", what,
+             fz_value_label(v, label, sizeof label));
+    return fz_size_span(t->rank, t->sizes, t->strides, t->dtype, whose,
+                        FZ_ERR_ARGUMENT, &span, err);
+  }
   size_t esize = fz_dtype_size(t->dtype);
   if (span > 0 && t->data == 0)
     return fz_error_set(err, FZ_ERR_ARGUMENT, "%s %s: data is NULL", what,
-                        label);
+                        fz_value_label(v, label, sizeof label));
   if (t->data % esize != 0)
     return fz_error_set(err, FZ_ERR_ARGUMENT,
                         "%s %s: address 0x%llx is not aligned to its %zu-byte "
                         "elements",
-                        what, label, (unsigned long long)t->data, esize);
+                        what, fz_value_label(v, label, sizeof label),
+                        (unsigned long long)t->data, esize);
   return FZ_OK;
 }
 
@@ -313,11 +318,23 @@ static int signature(const fz_executor *ex, const fz_device_tensor *in,
   return n;
 }
 
+/* A hash of the signature, so that looking it up among up to
+ * FZ_EXECUTOR_DEFAULT_SIGNATURES entries compares one word per entry. */
+static uint64_t signature_hash(const int64_t *sig, int sig_len) {
+  uint64_t h = (uint64_t)sig_len;
+  for (int i = 0; i < sig_len; i++) {
+    h = (h ^ (uint64_t)sig[i]) * 0x9e3779b97f4a7c15u;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
 static signature_entry *find_signature(const fz_executor *ex,
-                                       const int64_t *sig, int sig_len) {
+                                       const int64_t *sig, int sig_len,
+                                       uint64_t hash) {
   for (int i = 0; i < ex->num_signatures; i++) {
     signature_entry *c = ex->signatures[i];
-    if (c->sig_len == sig_len &&
+    if (c->sig_hash == hash && c->sig_len == sig_len &&
         memcmp(c->sig, sig, sizeof(int64_t) * (size_t)sig_len) == 0)
       return c;
   }
@@ -355,14 +372,14 @@ static double seconds_now(void) {
  * modules and may allocate), timed, and followed by eviction. */
 static fz_status prepare(fz_executor *ex, const fz_device_tensor *in,
                          const fz_device_tensor *out, const fz_bindings *b,
-                         const int64_t *sig, int sig_len, void *stream,
-                         signature_entry **e, fz_error *err) {
+                         const int64_t *sig, int sig_len, uint64_t sig_hash,
+                         void *stream, signature_entry **e, fz_error *err) {
   fz_status st = fz_stream_check_not_capturing(
       ex->device, (CUstream)stream, "a call with a new signature", err);
   if (st != FZ_OK)
     return st;
   double start = seconds_now();
-  st = fz_executor_prepare(ex, in, out, b, sig, sig_len, e, err);
+  st = fz_executor_prepare(ex, in, out, b, sig, sig_len, sig_hash, e, err);
   ex->stats.miss_seconds += seconds_now() - start;
   ex->stats.signature_misses++;
   if (st == FZ_OK)
@@ -412,21 +429,16 @@ static fz_status launch(const fz_executor *ex, const signature_entry *e,
     params[np++] = &ws_ptrs[1];
   }
   uint64_t error_word = ex->gather.word;
-  if (fz_plan_has_gather(plan))
+  if (s->has_gather)
     params[np++] = &error_word;
-  unsigned grid[3], block[3];
-  fz_plan_launch_shape(plan, grid, block);
-  if (plan->cooperative)
-    grid[0] = s->cooperative_grid;
   if (fz_plan_cluster_dim(plan))
-    return fz_module_launch_cluster(s->kernel->module, grid, block,
-                                    (unsigned)fz_plan_shared_bytes(plan),
-                                    (CUstream)stream, params,
+    return fz_module_launch_cluster(s->kernel->module, s->grid, s->block,
+                                    s->shared_bytes, (CUstream)stream, params,
                                     fz_plan_cluster_dim(plan),
                                     plan->cooperative, err);
-  return fz_module_launch(s->kernel->module, grid, block,
-                          (unsigned)fz_plan_shared_bytes(plan),
-                          (CUstream)stream, params, plan->cooperative, err);
+  return fz_module_launch(s->kernel->module, s->grid, s->block,
+                          s->shared_bytes, (CUstream)stream, params,
+                          plan->cooperative, err);
 }
 
 /* ---- run ---------------------------------------------------------------- */
@@ -523,9 +535,10 @@ fz_status fz_executor_run(fz_executor *ex, const fz_device_tensor *inputs,
   int sig_len = 0;
   if (st == FZ_OK) {
     sig_len = signature(ex, inputs, out, sig);
-    e = find_signature(ex, sig, sig_len);
+    uint64_t hash = signature_hash(sig, sig_len);
+    e = find_signature(ex, sig, sig_len, hash);
     if (!e)
-      st = prepare(ex, inputs, out, &b, sig, sig_len, stream, &e, err);
+      st = prepare(ex, inputs, out, &b, sig, sig_len, hash, stream, &e, err);
   }
   fz_bindings_free(&b);
 

@@ -12,9 +12,10 @@
 #include "sched/segment.h"
 
 /* A compiled kernel, shared by every segment launch (of any signature)
- * whose plan has the same structural key. */
+ * whose plan has the same structural key (fz_plan_identify: the binary
+ * form of fz_plan_key). */
 typedef struct kernel_entry {
-  const char *key;
+  fz_plan_id id;
   fz_module *module;
   char *ptx;
 } kernel_entry;
@@ -35,6 +36,13 @@ typedef struct segment_launch {
   /* Cooperative plans: the blocks that can all be resident at once, at
    * most the plan's grid_x (kernels read gridDim, not the plan). */
   unsigned cooperative_grid;
+  /* The launch as prepared, so that a call only passes it on: grid (the
+   * cooperative one for cooperative plans) and block, dynamic shared
+   * memory, and whether the plan has gathers (the error word ends the
+   * parameters). */
+  unsigned grid[3], block[3];
+  unsigned shared_bytes;
+  bool has_gather;
   /* Nothing to do for this signature: every output of the segment is
    * empty (then plan and kernel are NULL: it is not even scheduled), or
    * the launch grid is (a zero-block launch is an error in CUDA). */
@@ -63,6 +71,8 @@ typedef struct scratch_block {
 typedef struct signature_entry {
   int64_t *sig;
   int sig_len;
+  uint64_t sig_hash; /* compared before the signature itself */
+  bool has_gather;   /* some launch that runs has gathers */
   fz_arena *arena; /* plans, parameters, launches */
   fz_segmentation *segmentation;
   int num_launches;
@@ -146,7 +156,8 @@ struct fz_executor {
 fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                               const fz_device_tensor *out, const fz_bindings *b,
                               const int64_t *sig, int sig_len,
-                              signature_entry **entry, fz_error *err);
+                              uint64_t sig_hash, signature_entry **entry,
+                              fz_error *err);
 /* Makes the entry's plan_text and ptx_text if they are not made yet
  * (executor_prepare.c); FZ_ERR_OUT_OF_MEMORY when they cannot be. */
 fz_status fz_executor_signature_texts(signature_entry *e, fz_error *err);

@@ -70,9 +70,9 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
                                         fz_arena *plan_arena,
                                         const fz_dump_unit *dump, int k,
                                         kernel_entry **out, fz_error *err) {
-  const char *key = fz_plan_key(plan, plan_arena);
+  fz_plan_id id = fz_plan_identify(plan, plan_arena);
   for (int i = 0; i < ex->num_kernels; i++)
-    if (strcmp(ex->kernels[i]->key, key) == 0) {
+    if (fz_plan_id_equal(&ex->kernels[i]->id, &id)) {
       *out = ex->kernels[i];
       return FZ_OK;
     }
@@ -96,7 +96,9 @@ static fz_status find_or_compile_kernel(fz_executor *ex, const fz_plan *plan,
     return st;
   }
   kernel_entry *entry = fz_arena_alloc(ex->arena, sizeof *entry);
-  entry->key = fz_arena_strdup(ex->arena, key);
+  unsigned char *bytes = fz_arena_alloc(ex->arena, id.len);
+  memcpy(bytes, id.bytes, id.len);
+  entry->id = (fz_plan_id){.hash = id.hash, .len = id.len, .bytes = bytes};
   entry->module = module;
   entry->ptx = code.ptx;
   code.ptx = NULL;
@@ -311,6 +313,11 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
           plan->kernel_name, plan->cluster, plan->threads, props->name);
   }
   s->skip = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+  memcpy(s->grid, grid, sizeof s->grid);
+  memcpy(s->block, block, sizeof s->block);
+  s->shared_bytes = (unsigned)fz_plan_shared_bytes(plan);
+  s->has_gather = fz_plan_has_gather(plan);
+  e->has_gather |= s->has_gather && !s->skip;
   s->scalars =
       fz_arena_alloc(e->arena, sizeof(int64_t) * (size_t)(s->num_scalars + 1));
   fz_plan_scalar_params(plan, s->scalars);
@@ -354,7 +361,8 @@ static bool all_outputs_empty(const fz_problem *pb) {
 fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
                               const fz_device_tensor *out, const fz_bindings *b,
                               const int64_t *sig, int sig_len,
-                              signature_entry **entry, fz_error *err) {
+                              uint64_t sig_hash, signature_entry **entry,
+                              fz_error *err) {
   *entry = NULL;
   const fz_fusion *f = ex->fusion;
   fz_arena *arena = fz_arena_create();
@@ -427,6 +435,7 @@ fz_status fz_executor_prepare(fz_executor *ex, const fz_device_tensor *in,
     return st;
   }
   e->sig_len = sig_len;
+  e->sig_hash = sig_hash;
   e->sig = fz_arena_alloc(arena, sizeof(int64_t) * (size_t)(sig_len + 1));
   memcpy(e->sig, sig, sizeof(int64_t) * (size_t)sig_len);
   fz_arena_push(ex->arena, (void ***)&ex->signatures, &ex->num_signatures,

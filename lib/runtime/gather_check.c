@@ -71,10 +71,7 @@ fz_status fz_gather_register(fz_executor *ex, segment_launch *s,
 fz_status fz_gather_after_launches(fz_executor *ex, const signature_entry *e,
                                    CUstream stream, fz_error *err) {
   gather_errors *g = &ex->gather;
-  bool gathers = false;
-  for (int k = 0; k < e->num_launches && !gathers; k++)
-    gathers = !e->launches[k].skip && fz_plan_has_gather(e->launches[k].plan);
-  if (!gathers || !g->word)
+  if (!e->has_gather || !g->word)
     return FZ_OK;
   const fz_cuda *cu = ex->device->cu;
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;

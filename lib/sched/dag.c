@@ -28,6 +28,13 @@ bool fz_dag_decline_at(fz_dag *d, const fz_value *about, const char *fmt, ...) {
   return false;
 }
 
+const char *fz_dag_label(const fz_dag *d, const fz_value *v, char *buf,
+                         size_t size) {
+  if (!d->why)
+    return "";
+  return fz_value_label(v, buf, size);
+}
+
 int64_t fz_desc_numel(const fz_tensor_desc *t) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++)
@@ -65,6 +72,23 @@ bool fz_dense_cover(const int64_t *sizes, const int64_t *strides, int rank) {
   return true;
 }
 
+static void map_set_init(fz_map_set *set, fz_arena *arena) {
+  *set = (fz_map_set){.arena = arena};
+  fz_itable_init(&set->index, arena);
+}
+
+void fz_sched_memo_begin(fz_sched_memo **memo) {
+  fz_arena *arena = fz_arena_create();
+  *memo = fz_arena_alloc(arena, sizeof **memo);
+  (*memo)->arena = arena;
+  map_set_init(&(*memo)->maps, arena);
+}
+
+void fz_sched_memo_end(fz_sched_memo *memo) {
+  if (memo)
+    fz_arena_destroy(memo->arena); /* memo itself lives in it */
+}
+
 void fz_dag_init(fz_dag *d, const fz_problem *problem, fz_arena *arena,
                  const int64_t *ref_sizes, int ref_rank, fz_reason *why) {
   int n = problem->fusion->next_value_id + 1;
@@ -73,12 +97,10 @@ void fz_dag_init(fz_dag *d, const fz_problem *problem, fz_arena *arena,
   *d = (fz_dag){.problem = problem, .arena = arena, .why = why,
                 .ref_rank = ref_rank};
   memcpy(d->ref_sizes, ref_sizes, sizeof(int64_t) * (size_t)ref_rank);
+  d->map_set = problem->memo ? &problem->memo->maps : &d->own_maps;
   if (reuse) {
     /* the arrays of the previous candidate, emptied; its maps stay */
-    d->map_index = old.map_index;
-    d->map_list = old.map_list;
-    d->num_maps = old.num_maps;
-    d->cap_maps = old.cap_maps;
+    d->own_maps = old.own_maps;
     d->maps = old.maps;
     memset(d->maps, 0, sizeof *d->maps * (size_t)n);
     d->nodes = old.nodes;
@@ -96,50 +118,58 @@ void fz_dag_init(fz_dag *d, const fz_problem *problem, fz_arena *arena,
     return;
   }
   d->maps = fz_arena_alloc(arena, sizeof *d->maps * (size_t)n);
-  fz_itable_init(&d->map_index, arena);
+  if (!problem->memo)
+    map_set_init(&d->own_maps, arena);
   fz_itable_init(&d->node_index, arena);
   fz_itable_init(&d->reduce_index, arena);
   fz_itable_init(&d->access_index, arena);
 }
 
+/* One multiply per coefficient and one full mix at the end: maps are
+ * hashed at every lookup, and most have a handful of coefficients. */
 static uint64_t map_hash(const fz_index_map *m) {
-  uint64_t h = fz_hash_mix((uint64_t)m->rows, (uint64_t)m->cols);
+  uint64_t h = (uint64_t)m->rows << 32 | (uint64_t)(uint32_t)m->cols;
   for (int i = 0; i < m->rows; i++)
     for (int j = 0; j < m->cols; j++)
-      h = fz_hash_mix(h, (uint64_t)m->a[i][j]);
-  return h;
+      h = (h ^ (uint64_t)m->a[i][j]) * 0x9e3779b97f4a7c15u;
+  return fz_hash_mix(h, 0);
 }
 
 typedef struct map_probe {
-  const fz_dag *d;
+  const fz_map_set *set;
   const fz_index_map *m;
 } map_probe;
 
 static bool same_map(const void *ctx, int i) {
   const map_probe *p = ctx;
-  return fz_index_map_equal(p->d->map_list[i], p->m);
+  return fz_index_map_equal(p->set->list[i], p->m);
 }
 
 const fz_index_map *fz_dag_intern(fz_dag *d, const fz_index_map *m) {
+  fz_map_set *set = d->map_set;
   uint64_t h = map_hash(m);
-  map_probe p = {d, m};
-  int i = fz_itable_find(&d->map_index, h, same_map, &p);
+  map_probe p = {set, m};
+  int i = fz_itable_find(&set->index, h, same_map, &p);
   if (i >= 0)
-    return d->map_list[i];
-  if (d->num_maps == d->cap_maps) {
-    int cap = d->cap_maps ? 2 * d->cap_maps : 16;
+    return set->list[i];
+  if (set->count == set->cap) {
+    int cap = set->cap ? 2 * set->cap : 16;
     const fz_index_map **grown =
-        fz_arena_alloc(d->arena, sizeof *grown * (size_t)cap);
-    if (d->num_maps)
-      memcpy(grown, d->map_list, sizeof *grown * (size_t)d->num_maps);
-    d->map_list = grown;
-    d->cap_maps = cap;
+        fz_arena_alloc(set->arena, sizeof *grown * (size_t)cap);
+    if (set->count)
+      memcpy(grown, set->list, sizeof *grown * (size_t)set->count);
+    set->list = grown;
+    set->cap = cap;
   }
-  /* only the rows x cols coefficients are ever read */
-  fz_index_map *copy = fz_arena_alloc(d->arena, sizeof *copy);
-  *copy = *m;
-  d->map_list[d->num_maps] = copy;
-  fz_itable_add(&d->map_index, h, d->num_maps++);
+  /* only the rows x cols coefficients are ever read (or written: the
+   * rest of m may be anything) */
+  fz_index_map *copy = fz_arena_alloc(set->arena, sizeof *copy);
+  copy->rows = m->rows;
+  copy->cols = m->cols;
+  for (int i = 0; i < m->rows; i++)
+    memcpy(copy->a[i], m->a[i], sizeof(int64_t) * (size_t)m->cols);
+  set->list[set->count] = copy;
+  fz_itable_add(&set->index, h, set->count++);
   return copy;
 }
 
@@ -155,7 +185,6 @@ static const fz_value *propagate(fz_dag *d, const fz_value *seed) {
   const int64_t *sym = d->problem->symbols;
   fz_index_map identity = fz_index_map_identity(seed->type.rank), m;
   d->maps[seed->id] = fz_dag_intern(d, &identity);
-  char why[200];
   /* A sweep that finds nothing after one of the other direction that
    * found nothing ends it: the next would find nothing either. */
   for (bool changed = true, forward_found = true; changed;) {
@@ -169,7 +198,7 @@ static const fz_value *propagate(fz_dag *d, const fz_value *seed) {
         if (o->kind == FZ_VALUE_LITERAL || d->maps[o->id])
           continue;
         if (fz_index_map_to_operand(op, k, d->maps[op->result->id], sym, &m,
-                                    why, sizeof why)) {
+                                    NULL, 0)) {
           d->maps[o->id] = fz_dag_intern(d, &m);
           changed = true;
         }
@@ -207,8 +236,58 @@ static const fz_value *propagate(fz_dag *d, const fz_value *seed) {
   return NULL;
 }
 
+/* The maps found from `reference` before, copied into d->maps; false
+ * when none were (or there is no memo). */
+static bool recall_maps(fz_dag *d, const fz_value *reference) {
+  fz_sched_memo *memo = d->problem->memo;
+  if (!memo)
+    return false;
+  for (int i = 0; i < memo->count; i++)
+    if (memo->refs[i] == reference &&
+        memcmp(memo->ref_sizes[i], d->ref_sizes,
+               sizeof(int64_t) * (size_t)d->ref_rank) == 0) {
+      size_t n = (size_t)d->problem->fusion->next_value_id + 1;
+      memcpy(d->maps, memo->found[i], sizeof *d->maps * n);
+      return true;
+    }
+  return false;
+}
+
+static void remember_maps(fz_dag *d, const fz_value *reference) {
+  fz_sched_memo *memo = d->problem->memo;
+  if (!memo)
+    return;
+  if (memo->count == memo->cap) {
+    int cap = memo->cap ? 2 * memo->cap : 4;
+    const fz_value **refs =
+        fz_arena_alloc(memo->arena, sizeof *refs * (size_t)cap);
+    int64_t(*sizes)[FZ_MAX_RANK] =
+        fz_arena_alloc(memo->arena, sizeof *sizes * (size_t)cap);
+    const fz_index_map ***found =
+        fz_arena_alloc(memo->arena, sizeof *found * (size_t)cap);
+    if (memo->count) {
+      memcpy(refs, memo->refs, sizeof *refs * (size_t)memo->count);
+      memcpy(sizes, memo->ref_sizes, sizeof *sizes * (size_t)memo->count);
+      memcpy(found, memo->found, sizeof *found * (size_t)memo->count);
+    }
+    memo->refs = refs;
+    memo->ref_sizes = sizes;
+    memo->found = found;
+    memo->cap = cap;
+  }
+  size_t n = (size_t)d->problem->fusion->next_value_id + 1;
+  const fz_index_map **maps = fz_arena_alloc(memo->arena, sizeof *maps * n);
+  memcpy(maps, d->maps, sizeof *maps * n);
+  memo->refs[memo->count] = reference;
+  memcpy(memo->ref_sizes[memo->count], d->ref_sizes,
+         sizeof(int64_t) * (size_t)d->ref_rank);
+  memo->found[memo->count++] = maps;
+}
+
 bool fz_dag_find_maps(fz_dag *d, const fz_value *reference) {
   const fz_fusion *f = d->problem->fusion;
+  if (recall_maps(d, reference))
+    return true; /* found complete before */
   for (const fz_value *seed = reference; seed;)
     seed = propagate(d, seed);
   char label[64], data[64];
@@ -225,8 +304,8 @@ bool fz_dag_find_maps(fz_dag *d, const fz_value *reference) {
           d, op->result,
           "%s gathers from %s, a value computed in the kernel (only a "
           "fusion input can be read where an index says)",
-          fz_value_label(op->result, label, sizeof label),
-          fz_value_label(op->operands[0], data, sizeof data));
+          fz_dag_label(d, op->result, label, sizeof label),
+          fz_dag_label(d, op->operands[0], data, sizeof data));
   }
   for (int i = 0; i < f->num_outputs; i++)
     if (!d->maps[f->outputs[i]->id]) {
@@ -235,8 +314,9 @@ bool fz_dag_find_maps(fz_dag *d, const fz_value *reference) {
       return fz_dag_decline_at(
           d, f->outputs[i],
           "output %s is not in the reference's iteration space",
-          fz_value_label(f->outputs[i], label, sizeof label));
+          fz_dag_label(d, f->outputs[i], label, sizeof label));
     }
+  remember_maps(d, reference);
   return true;
 }
 
@@ -415,10 +495,11 @@ bool fz_dag_try(const fz_problem *pb, fz_arena *arena, fz_plan **out,
   fz_dag d = {0};
   fz_reason first_why = {0};
   for (int i = 0; i < n; i++) {
-    fz_reason w = {0};
+    /* no reason asked for (the executor's question): none is formatted */
+    fz_reason w = {0}, *wp = why ? &w : NULL;
     fz_plan *plan = NULL;
-    if (build(&d, pb, arena, &w, first, cands[i], &plan) &&
-        fz_plan_params_fit(plan, &w)) {
+    if (build(&d, pb, arena, wp, first, cands[i], &plan) &&
+        fz_plan_params_fit(plan, wp)) {
       *out = plan;
       return true;
     }

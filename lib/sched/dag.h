@@ -17,19 +17,42 @@
 #include "sched/itable.h"
 #include "sched/plan.h"
 
+/* Maps are interned (fz_dag_intern): equal maps are one map in an
+ * arena, so that a large fusion, where most values share a few maps,
+ * stores a pointer per value and node rather than a matrix, and maps
+ * compare by address. */
+typedef struct fz_map_set {
+  fz_arena *arena;
+  fz_itable index;
+  const fz_index_map **list;
+  int count, cap;
+} fz_map_set;
+
+/* What the schedulers asked about one problem share (plan.h,
+ * fz_problem.memo): the interned maps, and the maps found from each
+ * reference (fz_dag_find_maps), which every reduction-based scheduler
+ * and the pointwise one (for the transpose one too) would find again. */
+struct fz_sched_memo {
+  fz_arena *arena;
+  fz_map_set maps;
+  /* the references whose maps were found (with the sizes they were
+   * taken at), and for each a map per value id */
+  const fz_value **refs;
+  int64_t (*ref_sizes)[FZ_MAX_RANK];
+  const fz_index_map ***found;
+  int count, cap;
+};
+
 typedef struct fz_dag {
   const fz_problem *problem;
   fz_arena *arena;
   fz_reason *why;
   int ref_rank;
   int64_t ref_sizes[FZ_MAX_RANK];
-  /* Maps are interned (fz_dag_intern): equal maps are one map in the
-   * arena, so that a large fusion, where most values share a few maps,
-   * stores a pointer per value and node rather than a matrix, and maps
-   * compare by address. */
-  fz_itable map_index;
-  const fz_index_map **map_list;
-  int num_maps, cap_maps;
+  /* The interned maps: the problem's memo's when it has one, else own. */
+  fz_map_set own_maps;
+  fz_map_set *map_set;
+  const fz_index_map *no_map; /* the map of no coefficients, once made */
   /* one map per value id, NULL until found */
   const fz_index_map **maps;
   /* the DAG */
@@ -69,10 +92,11 @@ typedef struct fz_canon {
  * takes the memory of one. */
 void fz_dag_init(fz_dag *d, const fz_problem *problem, fz_arena *arena,
                  const int64_t *ref_sizes, int ref_rank, fz_reason *why);
-/* The interned copy of m (see map_index), allocated in the dag's arena. */
+/* The interned copy of m (see fz_map_set), allocated in the set's arena. */
 const fz_index_map *fz_dag_intern(fz_dag *d, const fz_index_map *m);
 /* Seeds the identity map at `reference`, then finds maps backward and
- * forward. Returns false (with a reason) if some output has none. */
+ * forward. Returns false (with a reason) if some output has none. With a
+ * memo, maps found from the same reference before are taken from it. */
 bool fz_dag_find_maps(fz_dag *d, const fz_value *reference);
 /* Node computing v at map m in the full space, or (post) the row space
  * (plan.h: fz_space); -1 with a reason when v cannot be computed there. */
@@ -134,6 +158,11 @@ bool fz_dag_decline_at(fz_dag *d, const fz_value *about, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* v's label (fz_value_label) for a reason about it, or "" when no reason
+ * is wanted (d->why NULL: the executor's questions), so that declining
+ * formats nothing then. */
+const char *fz_dag_label(const fz_dag *d, const fz_value *v, char *buf,
+                         size_t size);
 /* True when the n (size, stride) pairs tile a dense block exactly once. */
 bool fz_dense_cover(const int64_t *sizes, const int64_t *strides, int n);
 int64_t fz_desc_numel(const fz_tensor_desc *d);

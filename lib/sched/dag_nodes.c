@@ -65,6 +65,14 @@ static int find_reduce(const fz_dag *d, const fz_value *v) {
 
 /* ---- nodes and accesses ------------------------------------------------ */
 
+/* The interned map of no coefficients: a literal's, a store's. */
+static const fz_index_map *no_map(fz_dag *d) {
+  static const fz_index_map none;
+  if (!d->no_map)
+    d->no_map = fz_dag_intern(d, &none);
+  return d->no_map;
+}
+
 /* m: interned, or NULL for a node at no map (a literal's, a store). */
 static int push_node(fz_dag *d, fz_plan_node node, const fz_index_map *m) {
   if (d->num_nodes == d->cap_nodes) {
@@ -80,10 +88,8 @@ static int push_node(fz_dag *d, fz_plan_node node, const fz_index_map *m) {
     d->node_maps = mm;
     d->cap_nodes = cap;
   }
-  if (!m) {
-    fz_index_map none = {0};
-    m = fz_dag_intern(d, &none);
-  }
+  if (!m)
+    m = no_map(d);
   int i = d->num_nodes++;
   d->nodes[i] = node;
   d->node_maps[i] = m;
@@ -185,8 +191,7 @@ static int push_access(fz_dag *d, bool is_output, int io, fz_dtype dtype,
 }
 
 static int literal_node(fz_dag *d, const fz_value *v, fz_space space) {
-  fz_index_map none = {0};
-  int found = find_node(d, v, fz_dag_intern(d, &none), space);
+  int found = find_node(d, v, no_map(d), space);
   if (found >= 0)
     return found;
   return push_node(d,
@@ -205,15 +210,14 @@ static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
   char label[64];
   const fz_value *v = op->result;
   const fz_value *in = op->operands[0];
-  fz_value_label(v, label, sizeof label);
   if (!d->persistent && space != FZ_SPACE_ROW)
     return fz_dag_decline_at(d, v,
                           "%s is used at every point of the reduced space "
                           "(a normalization: needs the persistent scheduler)",
-                          label);
+                          fz_dag_label(d, v, label, sizeof label));
   if (!d->maps[in->id] || d->maps[v->id] != m)
     return fz_dag_decline_at(d, v, "%s is read at points it does not compute",
-                          label);
+                          fz_dag_label(d, v, label, sizeof label));
   *out = FZ_SPACE_ROW;
   if (d->persistent) {
     unsigned nontrivial = 0, reduced = 0;
@@ -231,14 +235,14 @@ static bool reduce_space(fz_dag *d, const fz_op *op, const fz_index_map *m,
       return fz_dag_decline_at(d, v,
                                "%s is an arg-reduction across rows (column "
                                "arg-reductions are not supported)",
-                               label);
+                               fz_dag_label(d, v, label, sizeof label));
     else if (reduced == (nontrivial & ~d->rcols))
       *out = FZ_SPACE_COLUMN;
     else
       return fz_dag_decline_at(d, v,
                             "reduction %s reduces neither the rows' axes nor "
                             "exactly the other ones",
-                            label);
+                            fz_dag_label(d, v, label, sizeof label));
   }
   return true;
 }
@@ -403,8 +407,8 @@ static bool start(fz_dag *d, stack *s, int *done) {
                    d, op->result,
                    "%s gathers from %s, a value computed in the kernel "
                    "(only a fusion input can be read where an index says)",
-                   fz_value_label(op->result, label, sizeof label),
-                   fz_value_label(x, xl, sizeof xl)),
+                   fz_dag_label(d, op->result, label, sizeof label),
+                   fz_dag_label(d, x, xl, sizeof xl)),
                true;
       }
       fz_index_map im;
@@ -553,7 +557,13 @@ static int build(fz_dag *d, const fz_value *v, const fz_index_map *m,
       finished = true;
       continue;
     }
-    push_frame(&s, op->operands[f->next], fz_dag_intern(d, &om), f->space);
+    /* mostly the operand's own map (found when maps were): no lookup */
+    const fz_value *o = op->operands[f->next];
+    const fz_index_map *own = o->kind == FZ_VALUE_LITERAL ? NULL : d->maps[o->id];
+    push_frame(&s, o,
+               own && fz_index_map_equal(own, &om) ? own
+                                                   : fz_dag_intern(d, &om),
+               f->space);
   }
   free(s.frames);
   return result;

@@ -106,11 +106,10 @@ static const fz_value *walk_chain(fz_dag *d, const fz_value *v, window *w) {
       return v;
     const fz_op *op = v->kind == FZ_VALUE_RESULT ? v->def : NULL;
     if (!op || (op->code != FZ_OP_SLICE && op->code != FZ_OP_PAD)) {
-      fz_value_label(v, label, sizeof label);
       fz_dag_decline_at(d, v,
                         "%s is resized but is not a fusion input (a resize "
                         "op fuses only once it is moved to the inputs)",
-                        label);
+                        fz_dag_label(d, v, label, sizeof label));
       return NULL;
     }
     const fz_value *u = op->operands[0];
@@ -122,8 +121,8 @@ static const fz_value *walk_chain(fz_dag *d, const fz_value *v, window *w) {
       }
       if (op->resize.low[k] > 0 || op->resize.high[k] > 0) {
         if (w->num_guards == (int)(sizeof w->guards / sizeof w->guards[0])) {
-          fz_value_label(v, label, sizeof label);
-          fz_dag_decline_at(d, v, "%s: too many pads in one chain", label);
+          fz_dag_decline_at(d, v, "%s: too many pads in one chain",
+                            fz_dag_label(d, v, label, sizeof label));
           return NULL;
         }
         int64_t extent = fz_axis_size(&u->type.axes[k], d->problem->symbols);
@@ -270,13 +269,13 @@ bool fz_dag_resize_unmapped(fz_dag *d) {
       if (x->kind != FZ_VALUE_RESULT || !d->maps[x->id])
         continue;
       char r[64], a[64];
-      fz_value_label(op->result, r, sizeof r);
-      fz_value_label(x, a, sizeof a);
+      const char *rl = fz_dag_label(d, op->result, r, sizeof r);
+      const char *al = fz_dag_label(d, x, a, sizeof a);
       fz_dag_decline_at(d, op->result,
                         "%s = %s of %s, a value computed here: a resize fuses "
                         "only as a window of a fusion input, so %s is "
                         "computed first",
-                        r, fz_op_table[op->code].name, a, a);
+                        rl, fz_op_table[op->code].name, al, al);
       return true;
     }
   }

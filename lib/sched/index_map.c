@@ -38,13 +38,17 @@ void fz_index_map_strides(const fz_index_map *m, const int64_t *strides,
   }
 }
 
+/* A map's coefficients are its rows x cols; nothing reads past them, so
+ * the rules below write only those (a map is half a kilobyte, and
+ * clearing all of it for every operand of every op was most of the time
+ * of finding maps). dst->cols == src->cols. */
 static void copy_row(fz_index_map *dst, int di, const fz_index_map *src,
                      int si) {
-  memcpy(dst->a[di], src->a[si], sizeof dst->a[di]);
+  memcpy(dst->a[di], src->a[si], sizeof(int64_t) * (size_t)dst->cols);
 }
 
 static void zero_row(fz_index_map *m, int i) {
-  memset(m->a[i], 0, sizeof m->a[i]);
+  memset(m->a[i], 0, sizeof(int64_t) * (size_t)m->cols);
 }
 
 static bool is_broadcast(const fz_value *v, int axis) {
@@ -105,7 +109,8 @@ bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *res,
   const fz_value *operand = op->operands[k];
   const fz_value *result = op->result;
   int orank = operand->type.rank;
-  *out = (fz_index_map){.rows = orank, .cols = res->cols};
+  out->rows = orank; /* every row is written where a map exists */
+  out->cols = res->cols;
   switch (fz_op_table[op->code].kind) {
   case FZ_KIND_UNARY:
   case FZ_KIND_CAST:
@@ -163,21 +168,24 @@ bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *res,
     value_sizes(result, symbols, Q);
     if (merge_rows(Q, result->type.rank, res, P, orank, out))
       return true;
-    snprintf(why, why_size,
-             "reshape %%%s splits an axis of its result's iteration space",
-             result->name ? result->name : "?");
+    if (why)
+      snprintf(why, why_size,
+               "reshape %%%s splits an axis of its result's iteration space",
+               result->name ? result->name : "?");
     return false;
   }
   case FZ_KIND_REDUCTION:
-    snprintf(why, why_size, "%s is a reduction", fz_op_table[op->code].name);
+    if (why)
+      snprintf(why, why_size, "%s is a reduction", fz_op_table[op->code].name);
     return false;
   case FZ_KIND_SLICE:
   case FZ_KIND_PAD:
   case FZ_KIND_CAT:
     /* an operand is read at shifted, strided points: no linear map; its
      * reads are windowed accesses (dag_resize.c) */
-    snprintf(why, why_size, "%s reads its operand through a window",
-             fz_op_table[op->code].name);
+    if (why)
+      snprintf(why, why_size, "%s reads its operand through a window",
+               fz_op_table[op->code].name);
     return false;
   case FZ_KIND_FULL:
   case FZ_KIND_IOTA:
@@ -187,10 +195,11 @@ bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *res,
     return orank == 0;
   case FZ_KIND_GATHER:
     if (k == 0) {
-      snprintf(why, why_size,
-               "%s %%%s reads its data operand where an index says",
-               fz_op_table[op->code].name,
-               result->name ? result->name : "?");
+      if (why)
+        snprintf(why, why_size,
+                 "%s %%%s reads its data operand where an index says",
+                 fz_op_table[op->code].name,
+                 result->name ? result->name : "?");
       return false;
     }
     if (op->code == FZ_OP_INDEX_SELECT) {
@@ -208,8 +217,9 @@ bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *res,
     }
     return true;
   }
-  snprintf(why, why_size, "%s has no operand %d", fz_op_table[op->code].name,
-           k);
+  if (why)
+    snprintf(why, why_size, "%s has no operand %d",
+             fz_op_table[op->code].name, k);
   return false;
 }
 
@@ -228,7 +238,8 @@ bool fz_index_map_from_operand(const fz_op *op, int k,
   const fz_value *operand = op->operands[k];
   const fz_value *result = op->result;
   int rrank = result->type.rank;
-  *out = (fz_index_map){.rows = rrank, .cols = in->cols};
+  out->rows = rrank; /* every row is written where a map exists */
+  out->cols = in->cols;
   switch (fz_op_table[op->code].kind) {
   case FZ_KIND_UNARY:
   case FZ_KIND_CAST:

@@ -25,7 +25,7 @@ fz_index_map fz_index_map_identity(int rank);
 bool fz_index_map_equal(const fz_index_map *x, const fz_index_map *y);
 
 /* Map of operand `k` of op given the map of its result (backward). Returns
- * false, with a reason, when no affine map exists. symbols are the bound
+ * false, with a reason in why (when not NULL), when no affine map exists. symbols are the bound
  * extents (reshape needs real sizes). */
 bool fz_index_map_to_operand(const fz_op *op, int k, const fz_index_map *result,
                              const int64_t *symbols, fz_index_map *operand,

@@ -3,18 +3,6 @@
 
 #include <string.h>
 
-uint64_t fz_hash_mix(uint64_t h, uint64_t x) {
-  /* splitmix64's finaliser over the running value: cheap and spreads
-   * pointers (multiples of 16) over every bit */
-  h ^= x + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9u;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebu;
-  h ^= h >> 31;
-  return h;
-}
-
 void fz_itable_init(fz_itable *t, fz_arena *arena) {
   *t = (fz_itable){.arena = arena};
 }

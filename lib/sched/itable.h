@@ -32,7 +32,17 @@ int fz_itable_find(const fz_itable *t, uint64_t h,
                    bool (*same)(const void *ctx, int index), const void *ctx);
 void fz_itable_add(fz_itable *t, uint64_t h, int index);
 
-/* Combines x into the hash h. */
-uint64_t fz_hash_mix(uint64_t h, uint64_t x);
+/* Combines x into the hash h: splitmix64's finaliser over the running
+ * value, cheap and spreading pointers (multiples of 16) over every bit.
+ * Inline: the DAG builders hash every node and map they look up. */
+static inline uint64_t fz_hash_mix(uint64_t h, uint64_t x) {
+  h ^= x + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9u;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebu;
+  h ^= h >> 31;
+  return h;
+}
 
 #endif

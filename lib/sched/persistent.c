@@ -403,11 +403,10 @@ static bool build_plan(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     if (fz_op_table[op->code].kind != FZ_KIND_REDUCTION)
       continue;
     const fz_value *in = op->operands[0];
-    fz_value_label(op->result, label, sizeof label);
     if (!d->maps[in->id])
-      return fz_dag_decline_at(d, op->result,
-                               "reduction %s reads outside the reference space",
-                               label);
+      return fz_dag_decline_at(
+          d, op->result, "reduction %s reads outside the reference space",
+          fz_dag_label(d, op->result, label, sizeof label));
     unsigned reduced = 0;
     for (int a = 0; a < in->type.rank; a++)
       if (fz_op_reduces_axis(op, a))
@@ -416,7 +415,8 @@ static bool build_plan(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     if (reduced & (1u << inner)) {
       if (rcols && rcols != reduced)
         return fz_dag_decline_at(
-            d, op->result, "row reductions reduce different axes (%s)", label);
+            d, op->result, "row reductions reduce different axes (%s)",
+            fz_dag_label(d, op->result, label, sizeof label));
       rcols = reduced;
     } else {
       /* the column combine has no Welford states: a reduction kernel
@@ -425,7 +425,9 @@ static bool build_plan(fz_dag *d, const fz_problem *pb, fz_arena *arena,
         return fz_dag_decline_at(d, op->result,
                                  "%s is a column %s (only row reductions "
                                  "keep Welford states here)",
-                                 label, fz_op_table[op->code].name);
+                                 fz_dag_label(d, op->result, label,
+                                              sizeof label),
+                                 fz_op_table[op->code].name);
       mixed_columns |= columns && ccols != reduced;
       ccols = reduced;
       columns = true;
@@ -460,7 +462,6 @@ static bool build_plan(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   }
   for (int i = 0; i < f->num_outputs; i++) {
     const fz_value *o = f->outputs[i];
-    fz_value_label(o, label, sizeof label);
     unsigned cols = fz_map_columns(d->maps[o->id]) & nontrivial;
     /* With no kept axis longer than 1 (a single row), what varies along
      * the row is the full space, not a column's. */
@@ -473,8 +474,9 @@ static bool build_plan(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                             : space == FZ_SPACE_ROW ? row_space
                                                     : col_space;
     if (!dense_in(d, pb, i, extent))
-      return fz_dag_decline_at(
-          d, o, "output %s is not one-to-one with its space", label);
+      return fz_dag_decline_at(d, o,
+                               "output %s is not one-to-one with its space",
+                               fz_dag_label(d, o, label, sizeof label));
     int src = fz_dag_node_in(d, o, d->maps[o->id], space);
     if (src < 0)
       return false;

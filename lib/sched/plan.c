@@ -441,6 +441,8 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
   }
 }
 
+/* A field added here goes into plan_id.c's fz_plan_identify too, in the
+ * same place (test_plan_id compares the two). */
 const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
   fz_buf b = {0};
   /* a dynamic block's width is the launch's: not the kernel's */

@@ -57,6 +57,9 @@ typedef struct fz_problem {
    * what a class-shared kernel is measured against (FZ_PLAN_CLASSES=off
    * in the runtime). */
   bool exact_sizes;
+  /* What the schedulers asked about this problem share (dag.h): set by
+   * fz_schedule_first for the attempts of one question; NULL otherwise. */
+  struct fz_sched_memo *memo;
 } fz_problem;
 
 typedef enum fz_plan_kind {
@@ -469,6 +472,16 @@ size_t fz_plan_tile_bytes(const fz_plan *plan);
 /* A string that identifies the compiled kernel: everything in the plan
  * except sizes, strides and the launch grid. Arena-allocated. */
 const char *fz_plan_key(const fz_plan *plan, fz_arena *arena);
+/* plan_id.c: the same key in binary, without printing (what the
+ * executor's kernel cache compares): equal exactly when the texts of
+ * fz_plan_key are equal. The bytes are arena-allocated. */
+typedef struct fz_plan_id {
+  uint64_t hash;
+  size_t len;
+  const unsigned char *bytes;
+} fz_plan_id;
+fz_plan_id fz_plan_identify(const fz_plan *plan, fz_arena *arena);
+bool fz_plan_id_equal(const fz_plan_id *a, const fz_plan_id *b);
 
 /* Text form for fuse-opt --emit=sched and lit tests. */
 void fz_plan_print(const fz_plan *plan, fz_buf *out);
@@ -552,12 +565,22 @@ bool fz_multipass_try(const fz_problem *problem, fz_arena *arena,
  * when every access shares the innermost axis. */
 bool fz_transpose_try(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_reason *why);
+/* The same from the problem's pointwise plan, which is left as it is
+ * (the transpose plan shares its nodes: keep its arena as long). */
+bool fz_transpose_from_pointwise(const fz_problem *problem,
+                                 const fz_plan *pointwise, fz_arena *arena,
+                                 fz_plan **out, fz_reason *why);
 
 /* schedule.c: the scheduler table (transpose, pointwise, reduction,
  * persistent, multipass: the order they are asked in) and the questions asked of it,
  * for a fusion taken whole (a whole fusion or one segment of it:
  * segment.c splits what no scheduler takes). */
 enum { FZ_NUM_SCHEDULERS = 5 };
+/* dag.c: a memo for the attempts on one problem (fz_problem.memo), and
+ * its end (NULL: nothing). */
+typedef struct fz_sched_memo fz_sched_memo;
+void fz_sched_memo_begin(fz_sched_memo **memo);
+void fz_sched_memo_end(fz_sched_memo *memo);
 /* Room for fz_schedule_reasons' text: every reason whole. */
 #define FZ_SCHEDULE_REASONS_CHARS (FZ_NUM_SCHEDULERS * (256 + 16))
 

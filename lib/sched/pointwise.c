@@ -142,7 +142,7 @@ static bool build(fz_dag *d, const fz_problem *pb, fz_arena *arena,
           !fz_dense_cover(csizes[c], s, crank[c]))
         ok = fz_dag_decline_at(d, o,
                                "output %s is not one-to-one with the reference",
-                               fz_value_label(o, label, sizeof label));
+                               fz_dag_label(d, o, label, sizeof label));
       else if (o == cand[0] || (c >= outputs_first && i == 0))
         memcpy(order, s, sizeof order);
     }

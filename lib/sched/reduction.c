@@ -150,11 +150,10 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     if (fz_op_table[op->code].kind != FZ_KIND_REDUCTION)
       continue;
     const fz_value *in = op->operands[0];
-    fz_value_label(op->result, label, sizeof label);
     if (!d->maps[in->id])
-      return fz_dag_decline_at(d, op->result,
-                               "reduction %s reads outside the reference space",
-                               label);
+      return fz_dag_decline_at(
+          d, op->result, "reduction %s reads outside the reference space",
+          fz_dag_label(d, op->result, label, sizeof label));
     unsigned reduced = 0, kept = 0;
     for (int a = 0; a < in->type.rank; a++) {
       if (fz_op_reduces_axis(op, a))
@@ -165,7 +164,8 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     if (reduced != rcols || (kept & rcols))
       return fz_dag_decline_at(
           d, op->result,
-          "reduction %s reduces other axes than the first reduction", label);
+          "reduction %s reduces other axes than the first reduction",
+          fz_dag_label(d, op->result, label, sizeof label));
   }
   if (rcols == 0)
     return fz_dag_decline(d, "the reduced axes all have size 1");
@@ -177,7 +177,6 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     kept_sizes[r] = (rcols >> r) & 1 ? 1 : ref_sizes[r];
   for (int i = 0; i < f->num_outputs; i++) {
     const fz_value *o = f->outputs[i];
-    fz_value_label(o, label, sizeof label);
     bool post = (fz_map_columns(d->maps[o->id]) & rcols) == 0;
     int64_t s[FZ_MAX_RANK] = {0};
     fz_index_map_strides(d->maps[o->id], pb->outputs[i].strides, s);
@@ -188,7 +187,7 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
     if (fz_desc_numel(&pb->outputs[i]) != n ||
         !fz_dense_cover(space, s, d->ref_rank))
       return fz_dag_decline_at(d, o, "output %s is not one-to-one with %s",
-                               label,
+                               fz_dag_label(d, o, label, sizeof label),
                                post ? "the kept space" : "the reference");
     int src = fz_dag_node(d, o, d->maps[o->id], post);
     if (src < 0)

@@ -26,6 +26,7 @@ typedef struct scheduler {
 /* Transpose before pointwise: it takes only pointwise fusions that change
  * layout, which pointwise would run with strided reads. */
 static const scheduler schedulers[] = {
+    /* fz_schedule_first asks these two together (pointwise_pair) */
     {"transpose", fz_transpose_try},
     {"pointwise", fz_pointwise_try},
     {"reduction", fz_reduction_try},
@@ -52,13 +53,60 @@ static bool attempt(int i, const fz_problem *problem, fz_arena *keep,
   return ok;
 }
 
+/* The first two schedulers of the table, transpose and pointwise: the
+ * transpose scheduler starts from the pointwise plan (transpose.c), so
+ * asking it builds the plan the pointwise scheduler builds next when it
+ * declines. Here that plan is built once, and the transpose plan made
+ * from it in the same scratch arena (its nodes are the pointwise plan's;
+ * a declined transpose plan is a few hundred bytes left beside the
+ * pointwise plan); verdicts and reasons are those of asking the two in
+ * turn. Returns the index of the one that accepts, or -1. */
+static int pointwise_pair(const fz_problem *problem, fz_arena *keep,
+                          fz_plan **out, fz_reason *why) {
+  fz_arena *scratch = fz_arena_create();
+  fz_plan *pw = NULL, *tp = NULL;
+  fz_reason pw_why;
+  bool pw_ok = fz_pointwise_try(problem, scratch, &pw, why ? &pw_why : NULL);
+  if (why)
+    why[0] = pw_why; /* the transpose scheduler's, when pointwise declines */
+  int first = -1;
+  if (pw_ok && fz_transpose_from_pointwise(problem, pw, scratch, &tp,
+                                           why ? &why[0] : NULL))
+    first = 0;
+  else if (pw_ok)
+    first = 1;
+  if (why && first != 0)
+    why[1] = pw_why;
+  if (first < 0) {
+    fz_arena_destroy(scratch);
+    return -1;
+  }
+  if (keep) {
+    fz_arena_absorb(keep, scratch);
+    *out = first == 0 ? tp : pw;
+  } else {
+    fz_arena_destroy(scratch);
+  }
+  return first;
+}
+
+/* The attempts share a memo (dag.h): the maps one scheduler finds from a
+ * reference, the next finds there (a normalization's maps were found by
+ * the reduction scheduler before the persistent one builds its plan). */
 const char *fz_schedule_first(const fz_problem *problem, fz_arena *arena,
                               fz_plan **out,
                               fz_reason why[FZ_NUM_SCHEDULERS]) {
-  for (int i = 0; i < FZ_NUM_SCHEDULERS; i++)
-    if (attempt(i, problem, arena, out, why ? &why[i] : NULL))
-      return schedulers[i].name;
-  return NULL;
+  _Static_assert(FZ_NUM_SCHEDULERS > 2, "transpose, pointwise, ...");
+  fz_problem shared = *problem;
+  if (!shared.memo)
+    fz_sched_memo_begin(&shared.memo);
+  int first = pointwise_pair(&shared, arena, out, why);
+  for (int i = 2; i < FZ_NUM_SCHEDULERS && first < 0; i++)
+    if (attempt(i, &shared, arena, out, why ? &why[i] : NULL))
+      first = i;
+  if (!problem->memo)
+    fz_sched_memo_end(shared.memo);
+  return first < 0 ? NULL : schedulers[first].name;
 }
 
 void fz_schedule_reasons(const fz_reason why[FZ_NUM_SCHEDULERS], char *out,

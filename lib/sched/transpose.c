@@ -35,6 +35,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 enum {
   MIN_EXTENT = 32,              /* of A and of B */
@@ -196,13 +197,26 @@ static bool choose_tiles(const fz_problem *pb, fz_plan *p, int size,
   return true;
 }
 
-/* The pointwise plan of the problem, turned into a transpose plan. */
 bool fz_transpose_try(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_reason *why) {
   fz_plan *p = NULL;
   *out = NULL;
   if (!fz_pointwise_try(problem, arena, &p, why))
     return false;
+  return fz_transpose_from_pointwise(problem, p, arena, out, why);
+}
+
+/* The pointwise plan of the problem, turned into a transpose plan: a copy
+ * of its struct and accesses (what this changes), sharing its nodes. */
+bool fz_transpose_from_pointwise(const fz_problem *problem,
+                                 const fz_plan *pointwise, fz_arena *arena,
+                                 fz_plan **out, fz_reason *why) {
+  *out = NULL;
+  fz_plan *p = fz_arena_alloc(arena, sizeof *p);
+  *p = *pointwise;
+  size_t bytes = sizeof *p->accesses * (size_t)p->num_accesses;
+  p->accesses = fz_arena_alloc(arena, bytes);
+  memcpy(p->accesses, pointwise->accesses, bytes);
   verdict v;
   if (!classify(problem, p, arena, &v, why))
     return false;

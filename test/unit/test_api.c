@@ -588,6 +588,12 @@ START_TEST(labels_name_values_as_the_printer_does) {
   char want[16];
   ck_assert_str_eq(fz_value_label(n, want, sizeof want), buf);
   ck_assert_str_eq(fz_value_label(x, buf, 2), "%"); /* truncated, ended */
+  ck_assert_str_eq(fz_value_label(x, buf, 1), "");
+  fz_value *w = ok(fz_fusion_add_tensor(f, "weight", FZ_F32, 2, e, NULL, NULL,
+                                        NULL, &err),
+                   &err);
+  ck_assert_str_eq(fz_value_label(w, buf, 5), "%wei"); /* as snprintf */
+  ck_assert_str_eq(fz_value_label(w, buf, 8), "%weight");
   /* Numbered: the names fz_print gives, found in its text. */
   int *numbers = fz_print_value_numbers(f);
   ck_assert_ptr_nonnull(numbers);
