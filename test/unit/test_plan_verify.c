@@ -493,7 +493,9 @@ static const char *ROWS_AND_COLUMNS =
 
 START_TEST(column_cluster_rules) {
   scheduled s;
+  setenv("FZ_INNER_OUTER_CLUSTER", "2", 1); /* off by default */
   fz_plan *p = schedule(&s, ROWS_AND_COLUMNS, "M=4096,N=2048");
+  unsetenv("FZ_INNER_OUTER_CLUSTER");
   ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
   ck_assert_int_eq(p->column_cluster, 2);
   ck_assert_int_ge(p->column_chunk, 1);

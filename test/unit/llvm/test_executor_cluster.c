@@ -179,7 +179,7 @@ static void make_executor(void) {
 
 static void setup(void) {
   setenv("FZ_CACHE_DIR", "off", 1);
-  unsetenv("FZ_INNER_OUTER_CLUSTER");
+  setenv("FZ_INNER_OUTER_CLUSTER", "2", 1);
   memset(&drv, 0, sizeof drv);
   drv.next_address = 0x100000;
   drv.blocks_per_sm = 2;
