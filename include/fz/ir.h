@@ -33,6 +33,9 @@ void *fz_arena_alloc(fz_arena *arena, size_t size);
  * was built in a scratch arena, kept only if it turned out to be wanted,
  * joins the arena it is kept in without being copied. */
 void fz_arena_absorb(fz_arena *into, fz_arena *from);
+/* Frees every allocation, keeping one block for the next ones: a scratch
+ * arena used again without returning its memory to malloc. */
+void fz_arena_reset(fz_arena *arena);
 char *fz_arena_strdup(fz_arena *arena, const char *s);
 char *fz_arena_strndup(fz_arena *arena, const char *s, size_t n);
 /* Grow *items (an arena array of pointers) to hold one more and append. */

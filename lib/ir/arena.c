@@ -80,6 +80,23 @@ void fz_arena_absorb(fz_arena *into, fz_arena *from) {
   free(from);
 }
 
+void fz_arena_reset(fz_arena *arena) {
+  arena_block *keep = NULL, *b = arena->head;
+  while (b) {
+    arena_block *next = b->next;
+    if (!keep && b->size == ARENA_BLOCK)
+      keep = b; /* a standard block; larger ones were one request each */
+    else
+      free(b);
+    b = next;
+  }
+  if (keep) {
+    keep->used = 0;
+    keep->next = NULL;
+  }
+  arena->head = keep;
+}
+
 char *fz_arena_strndup(fz_arena *arena, const char *s, size_t n) {
   char *p = fz_arena_alloc(arena, n + 1);
   memcpy(p, s, n);

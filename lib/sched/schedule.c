@@ -11,7 +11,8 @@
  * takes whole.
  *
  * Every attempt runs in a scratch arena: a declined attempt's memory is
- * freed at once, and the accepted plan joins the caller's arena
+ * freed at once (fz_schedule_first empties one arena for the next
+ * attempt), and the accepted plan joins the caller's arena
  * (fz_arena_absorb) without being built a second time.
  */
 #include "sched/plan.h"
@@ -53,6 +54,23 @@ static bool attempt(int i, const fz_problem *problem, fz_arena *keep,
   return ok;
 }
 
+/* The same in *scratch, which a declined attempt leaves empty for the
+ * next (its memory stays with it instead of going back to malloc) and an
+ * accepted one hands to `keep` (then *scratch is NULL). */
+static bool attempt_in(int i, const fz_problem *problem, fz_arena **scratch,
+                       fz_arena *keep, fz_plan **out, fz_reason *why) {
+  fz_plan *plan = NULL;
+  bool ok = schedulers[i].try_plan(problem, *scratch, &plan, why);
+  if (ok && keep) {
+    fz_arena_absorb(keep, *scratch);
+    *scratch = NULL;
+    *out = plan;
+  } else {
+    fz_arena_reset(*scratch);
+  }
+  return ok;
+}
+
 /* The first two schedulers of the table, transpose and pointwise: the
  * transpose scheduler starts from the pointwise plan (transpose.c), so
  * asking it builds the plan the pointwise scheduler builds next when it
@@ -61,9 +79,9 @@ static bool attempt(int i, const fz_problem *problem, fz_arena *keep,
  * a declined transpose plan is a few hundred bytes left beside the
  * pointwise plan); verdicts and reasons are those of asking the two in
  * turn. Returns the index of the one that accepts, or -1. */
-static int pointwise_pair(const fz_problem *problem, fz_arena *keep,
-                          fz_plan **out, fz_reason *why) {
-  fz_arena *scratch = fz_arena_create();
+static int pointwise_pair(const fz_problem *problem, fz_arena **scratch_in,
+                          fz_arena *keep, fz_plan **out, fz_reason *why) {
+  fz_arena *scratch = *scratch_in;
   fz_plan *pw = NULL, *tp = NULL;
   fz_reason pw_why;
   bool pw_ok = fz_pointwise_try(problem, scratch, &pw, why ? &pw_why : NULL);
@@ -77,16 +95,13 @@ static int pointwise_pair(const fz_problem *problem, fz_arena *keep,
     first = 1;
   if (why && first != 0)
     why[1] = pw_why;
-  if (first < 0) {
-    fz_arena_destroy(scratch);
-    return -1;
+  if (first < 0 || !keep) {
+    fz_arena_reset(scratch);
+    return first;
   }
-  if (keep) {
-    fz_arena_absorb(keep, scratch);
-    *out = first == 0 ? tp : pw;
-  } else {
-    fz_arena_destroy(scratch);
-  }
+  fz_arena_absorb(keep, scratch);
+  *scratch_in = NULL;
+  *out = first == 0 ? tp : pw;
   return first;
 }
 
@@ -100,10 +115,13 @@ const char *fz_schedule_first(const fz_problem *problem, fz_arena *arena,
   fz_problem shared = *problem;
   if (!shared.memo)
     fz_sched_memo_begin(&shared.memo);
-  int first = pointwise_pair(&shared, arena, out, why);
+  /* one scratch arena, emptied after each declined attempt */
+  fz_arena *scratch = fz_arena_create();
+  int first = pointwise_pair(&shared, &scratch, arena, out, why);
   for (int i = 2; i < FZ_NUM_SCHEDULERS && first < 0; i++)
-    if (attempt(i, &shared, arena, out, why ? &why[i] : NULL))
+    if (attempt_in(i, &shared, &scratch, arena, out, why ? &why[i] : NULL))
       first = i;
+  fz_arena_destroy(scratch);
   if (!problem->memo)
     fz_sched_memo_end(shared.memo);
   return first < 0 ? NULL : schedulers[first].name;

@@ -55,11 +55,33 @@ START_TEST(empty_arenas_absorb_and_are_absorbed) {
 }
 END_TEST
 
+/* A reset arena keeps one block and serves from its start again, zeroed
+ * as ever; what it held before is gone (the sanitizers see a use). */
+START_TEST(reset_arenas_serve_again_from_one_block) {
+  fz_arena *a = fz_arena_create();
+  fz_arena_reset(a); /* empty: nothing to keep */
+  unsigned char *first = filled(a, 100, 4);
+  filled(a, 70 * 1024, 5);  /* requests larger than a block: their own */
+  filled(a, 300 * 1024, 6);
+  fz_arena_reset(a);
+  unsigned char *again = fz_arena_alloc(a, 100);
+  ck_assert_ptr_eq(again, first); /* the first block, from its start */
+  for (int i = 0; i < 100; i++)
+    ck_assert_int_eq(again[i], 0);
+  unsigned char *more = filled(a, 1000, 7);
+  fz_arena *keep = fz_arena_create();
+  fz_arena_absorb(keep, a); /* a reset arena is absorbed like any */
+  ck_filled(more, 1000, 7);
+  fz_arena_destroy(keep);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("arena");
   TCase *tc = tcase_create("absorb");
   tcase_add_test(tc, absorbed_memory_lives_as_long_as_the_absorber);
   tcase_add_test(tc, empty_arenas_absorb_and_are_absorbed);
+  tcase_add_test(tc, reset_arenas_serve_again_from_one_block);
   suite_add_tcase(s, tc);
   return s;
 }
