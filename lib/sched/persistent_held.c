@@ -35,22 +35,6 @@
  * lib/lower/persistent_columns.c). */
 enum { COLUMN_SCRATCH = 16 * 1024, FIXED_REGISTERS = 24, REGISTER_FILE = 65536 };
 
-/* Whether the held inputs move in whole cp.async pieces, as a prefetch's
- * (persistent.c, choose_prefetch). */
-static bool pieces_fit(const fz_plan *p) {
-  bool any = false;
-  for (int a = 0; a < p->num_accesses; a++) {
-    if (!fz_plan_held_in_shared(p, a))
-      continue;
-    size_t bytes = (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
-    if (p->accesses[a].vector != p->vector ||
-        !(bytes == 4 || bytes == 8 || bytes % 16 == 0))
-      return false;
-    any = true;
-  }
-  return any;
-}
-
 void fz_persistent_held_choose(const fz_problem *pb, fz_plan *p, int columns,
                                int row_loads) {
   p->held_shared = false;
@@ -70,5 +54,5 @@ void fz_persistent_held_choose(const fz_problem *pb, fz_plan *p, int columns,
   p->held_shared = true;
   size_t bytes = fz_plan_shared_bytes(p) + COLUMN_SCRATCH;
   p->held_shared =
-      pieces_fit(p) && bytes <= (size_t)pb->device.max_shared_per_block;
+      fz_plan_held_pieces_fit(p) && bytes <= (size_t)pb->device.max_shared_per_block;
 }

@@ -62,6 +62,20 @@ bool fz_plan_held_in_shared(const fz_plan *p, int a) {
          row_varying_input(p, a);
 }
 
+bool fz_plan_held_pieces_fit(const fz_plan *p) {
+  bool any = false;
+  for (int a = 0; a < p->num_accesses; a++) {
+    if (!fz_plan_held_in_shared(p, a))
+      continue;
+    size_t bytes = (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
+    if (p->accesses[a].vector != p->vector ||
+        !(bytes == 4 || bytes == 8 || bytes % 16 == 0))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 /* Dynamic shared memory: a prefetching plan's two buffers, each with
  * every prefetched access's groups for every thread; a held_shared plan's
  * held rows, each with every held access's groups for every thread. */

@@ -358,6 +358,11 @@ bool fz_plan_prefetched(const fz_plan *plan, int a);
 /* Whether access `a` is one whose held rows a held_shared plan keeps in
  * shared memory: the same inputs as a prefetch's. */
 bool fz_plan_held_in_shared(const fz_plan *plan, int a);
+/* Whether a held_shared plan's held inputs move in whole cp.async pieces
+ * (4, 8 or a multiple of 16 bytes a group, as a prefetch's), at least one
+ * of them held: the scheduler asks before it sets held_shared, the
+ * verifier after. */
+bool fz_plan_held_pieces_fit(const fz_plan *plan);
 /* INNER, INNER_OUTER and OUTER persistent plans (rows held on chip). */
 bool fz_plan_is_persistent(const fz_plan *plan);
 /* INNER_OUTER and OUTER persistent plans: column reductions combined

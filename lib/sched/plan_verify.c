@@ -289,19 +289,7 @@ static bool block_ok(const fz_plan *p) {
 /* Rows held in shared memory: an outer plan's, copied by cp.async in
  * whole 4-, 8- or 16-byte pieces a group, at least one input held. */
 static bool held_shared_ok(const fz_plan *p) {
-  if (p->kind != FZ_PLAN_OUTER_PERSISTENT)
-    return false;
-  bool any = false;
-  for (int a = 0; a < p->num_accesses; a++) {
-    if (!fz_plan_held_in_shared(p, a))
-      continue;
-    size_t bytes = (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
-    if (p->accesses[a].vector != p->vector ||
-        !(bytes == 4 || bytes == 8 || bytes % 16 == 0))
-      return false;
-    any = true;
-  }
-  return any;
+  return p->kind == FZ_PLAN_OUTER_PERSISTENT && fz_plan_held_pieces_fit(p);
 }
 
 static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
