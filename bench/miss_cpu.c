@@ -26,11 +26,19 @@
  *             prints it only when asked, fz_executor_last_plan).
  * "miss" is the total of the stages the executor runs on every miss
  * (segment, schedule, key, params): the host time of a miss that finds
- * its kernel, before any driver call. The last column counts distinct plan keys over the sweep:
- * the kernels an executor compiles for it.
+ * its kernel, before any driver call. Then the whole call, through
+ * fz_executor_run on a driver that does nothing (a fake function table:
+ * no GPU, every driver call returns at once), median per shape:
+ *   run miss  a call whose signature is new but whose kernels exist (the
+ *             executor keeps one signature, and the shapes alternate):
+ *             checks, binding, the miss and the launch;
+ *   run hit   a call with the signature of the call before.
+ * The last column counts distinct plan keys over the sweep: the kernels
+ * an executor compiles for it (compiled once each, before the timing).
  */
 #include "fz/fz.h"
 #include "fz/ir.h"
+#include "runtime/cuda.h"
 #include "sched/plan.h"
 #include "sched/segment.h"
 
@@ -75,7 +83,7 @@ static const char softmax[] =
     "  return %o\n"
     "}\n";
 
-enum { STAGES = 6, MAX_SHAPES = 100 };
+enum { STAGES = 6, MAX_SHAPES = 100, RUNS = 2 };
 static const char *const stage_names[STAGES] = {
     "segment", "schedule", "verify", "key", "params", "print"};
 
@@ -88,6 +96,102 @@ static double now_us(void) {
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* ---- a driver that does nothing --------------------------------------- */
+
+static CUresult ok_name(CUresult r, const char **s) {
+  (void)r;
+  *s = "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+static CUcontext current;
+static CUresult get_current(CUcontext *c) {
+  *c = current;
+  return CUDA_SUCCESS;
+}
+static CUresult set_current(CUcontext c) {
+  current = c;
+  return CUDA_SUCCESS;
+}
+static CUresult is_capturing(CUstream s, CUstreamCaptureStatus *status) {
+  (void)s;
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+static CUresult load(CUmodule *m, const void *image, unsigned n,
+                     CUjit_option *options, void **values) {
+  (void)image, (void)n, (void)options, (void)values;
+  *m = (CUmodule)0x2000;
+  return CUDA_SUCCESS;
+}
+static CUresult unload(CUmodule m) {
+  (void)m;
+  return CUDA_SUCCESS;
+}
+static CUresult get_function(CUfunction *f, CUmodule m, const char *n) {
+  (void)m, (void)n;
+  *f = (CUfunction)0x3000;
+  return CUDA_SUCCESS;
+}
+static CUresult func_get_attr(int *v, CUfunction_attribute a, CUfunction f) {
+  (void)f;
+  *v = a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+           ? FZ_CUDA_DEFAULT_SHARED_BYTES
+       : a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
+       : a == CU_FUNC_ATTRIBUTE_NUM_REGS              ? 32
+                                                      : 0;
+  return CUDA_SUCCESS;
+}
+static CUresult func_set_attr(CUfunction f, CUfunction_attribute a, int v) {
+  (void)f, (void)a, (void)v;
+  return CUDA_SUCCESS;
+}
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                       CUstream s, void **params, void **extra) {
+  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
+  (void)shared, (void)s, (void)params, (void)extra;
+  return CUDA_SUCCESS;
+}
+static CUresult occupancy(int *blocks, CUfunction f, int threads,
+                          size_t shared) {
+  (void)f, (void)threads, (void)shared;
+  *blocks = 2;
+  return CUDA_SUCCESS;
+}
+
+static const fz_cuda fake_cu = {
+    .cuGetErrorName = ok_name,
+    .cuGetErrorString = ok_name,
+    .cuCtxGetCurrent = get_current,
+    .cuCtxSetCurrent = set_current,
+    .cuStreamIsCapturing = is_capturing,
+    .cuModuleLoadDataEx = load,
+    .cuModuleUnload = unload,
+    .cuModuleGetFunction = get_function,
+    .cuFuncGetAttribute = func_get_attr,
+    .cuFuncSetAttribute = func_set_attr,
+    .cuLaunchKernel = launch,
+    .cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy,
+};
+
+/* An H200 as the driver would describe it, behind the fake table. */
+static fz_device *fake_device(void) {
+  static fz_device d;
+  d = (fz_device){.cu = &fake_cu, .context = (CUcontext)0x1000};
+  d.props = (fz_device_props){.name = "fake H200",
+                              .sm = 90,
+                              .sm_count = 132,
+                              .max_threads_per_block = 1024,
+                              .max_threads_per_sm = 2048,
+                              .warp_size = 32,
+                              .max_shared_per_block = 227 * 1024,
+                              .max_shared_per_sm = 228 * 1024,
+                              .max_registers_per_block = 65536,
+                              .l2_bytes = 60 << 20,
+                              .cooperative_launch = true};
+  return &d;
 }
 
 /* Every value of the fusion laid out row-major and contiguous. */
@@ -170,6 +274,97 @@ static void one_miss(const fz_fusion *f, const int64_t *symbols, double *t,
   fz_arena_destroy(arena);
 }
 
+/* Device tensors for fusion value v at these symbols: contiguous at a
+ * made-up 256-byte aligned address (nothing is read or written). */
+static void device_tensor(const fz_value *v, const int64_t *symbols,
+                          uint64_t address, fz_device_tensor *t) {
+  fz_tensor_desc d;
+  describe(v, symbols, &d);
+  *t = (fz_device_tensor){.dtype = d.dtype, .rank = d.rank, .data = address};
+  memcpy(t->sizes, d.sizes, sizeof t->sizes);
+  memcpy(t->strides, d.strides, sizeof t->strides);
+}
+
+static void symbols_of(const fz_fusion *f, const int64_t *shape,
+                       int64_t *symbols) {
+  for (int i = 0; i < f->num_symbols; i++)
+    symbols[i] = strcmp(f->symbols[i].name, "N") == 0 ? shape[0] : shape[1];
+}
+
+static double run_once(fz_executor *ex, const fz_fusion *f,
+                       const int64_t *symbols) {
+  fz_device_tensor in[8], out[8];
+  for (int i = 0; i < f->num_inputs; i++)
+    device_tensor(f->inputs[i], symbols, 0x10000000u * (uint64_t)(i + 1),
+                  &in[i]);
+  for (int i = 0; i < f->num_outputs; i++)
+    device_tensor(f->outputs[i], symbols, 0x900000000u + 0x10000000u * i,
+                  &out[i]);
+  fz_error err = {0};
+  double t0 = now_us();
+  if (fz_executor_run(ex, in, f->num_inputs, out, f->num_outputs, NULL,
+                      &err) != FZ_OK) {
+    fprintf(stderr, "miss_cpu: %s\n", err.message);
+    exit(1);
+  }
+  return now_us() - t0;
+}
+
+/* fz_executor_run on the fake driver: per shape, the median of `reps`
+ * misses (one signature kept, the shapes taken in turn, so each call
+ * misses and finds its kernels) and of `reps` hits; the sums over the
+ * shapes in t[0] (miss) and t[1] (hit). */
+static void time_runs(const fz_fusion *f, int num_shapes,
+                      const int64_t (*shapes)[2], int reps, double *t) {
+  setenv("FZ_CACHE_DIR", "off", 1);
+  fz_executor *ex = NULL;
+  fz_error err = {0};
+  if (fz_executor_create(f, fake_device(), &ex, &err) != FZ_OK ||
+      fz_executor_set_signature_limit(ex, 1, &err) != FZ_OK) {
+    fprintf(stderr, "miss_cpu: %s\n", err.message);
+    exit(1);
+  }
+  int64_t symbols[4] = {0};
+  /* compiles every kernel (the first call's exact plan aside, plans
+   * share kernels by size class once sizes vary: a second pass) */
+  for (int pass = 0; pass < 2; pass++)
+    for (int s = 0; s < num_shapes; s++) {
+      symbols_of(f, shapes[s], symbols);
+      run_once(ex, f, symbols);
+    }
+  double *miss = malloc(sizeof(double) * (size_t)num_shapes * (size_t)reps);
+  double *hit = malloc(sizeof(double) * (size_t)reps);
+  fz_executor_stats before, after;
+  fz_executor_get_stats(ex, &before);
+  for (int r = 0; r < reps; r++)
+    for (int s = 0; s < num_shapes; s++) {
+      symbols_of(f, shapes[s], symbols);
+      miss[s * reps + r] = run_once(ex, f, symbols);
+    }
+  fz_executor_get_stats(ex, &after);
+  if (after.signature_misses - before.signature_misses !=
+          (int64_t)num_shapes * reps ||
+      after.kernels_compiled != before.kernels_compiled) {
+    fprintf(stderr, "miss_cpu: the timed calls did not all miss, or "
+                    "compiled\n");
+    exit(1);
+  }
+  t[0] = t[1] = 0;
+  for (int s = 0; s < num_shapes; s++) {
+    qsort(miss + s * reps, (size_t)reps, sizeof(double), cmp_double);
+    t[0] += miss[s * reps + reps / 2];
+    symbols_of(f, shapes[s], symbols);
+    run_once(ex, f, symbols);
+    for (int r = 0; r < reps; r++)
+      hit[r] = run_once(ex, f, symbols);
+    qsort(hit, (size_t)reps, sizeof(double), cmp_double);
+    t[1] += hit[reps / 2];
+  }
+  free(miss);
+  free(hit);
+  fz_executor_destroy(ex);
+}
+
 static void sweep(const char *name, const char *text, int num_shapes,
                   const int64_t (*shapes)[2], int reps) {
   fz_fusion *f = NULL;
@@ -186,9 +381,7 @@ static void sweep(const char *name, const char *text, int num_shapes,
   double *miss = malloc(sizeof(double) * (size_t)reps);
   for (int s = 0; s < num_shapes; s++) {
     int64_t symbols[4] = {0};
-    for (int i = 0; i < f->num_symbols; i++)
-      symbols[i] = strcmp(f->symbols[i].name, "N") == 0 ? shapes[s][0]
-                                                          : shapes[s][1];
+    symbols_of(f, shapes[s], symbols);
     for (int r = 0; r < reps; r++) {
       double t[STAGES];
       one_miss(f, symbols, t, keys, &num_keys, keep);
@@ -206,10 +399,15 @@ static void sweep(const char *name, const char *text, int num_shapes,
     qsort(miss, (size_t)reps, sizeof(double), cmp_double);
     miss_total += miss[reps / 2];
   }
+  double runs[RUNS];
+  time_runs(f, num_shapes, shapes, reps, runs);
   printf("| %s | %d |", name, num_shapes);
   for (int k = 0; k < STAGES; k++)
     printf(" %.1f |", total[k] / num_shapes);
-  printf(" %.1f | %d |\n", miss_total / num_shapes, num_keys);
+  printf(" %.1f |", miss_total / num_shapes);
+  for (int k = 0; k < RUNS; k++)
+    printf(" %.1f |", runs[k] / num_shapes);
+  printf(" %d |\n", num_keys);
   free(samples);
   free(miss);
   fz_arena_destroy(keep);
@@ -242,8 +440,8 @@ int main(int argc, char **argv) {
   printf("| sweep | shapes |");
   for (int k = 0; k < STAGES; k++)
     printf(" %s |", stage_names[k]);
-  printf(" miss | plan keys |\n|---|---|");
-  for (int k = 0; k < STAGES + 2; k++)
+  printf(" miss | run miss | run hit | plan keys |\n|---|---|");
+  for (int k = 0; k < STAGES + RUNS + 2; k++)
     printf("---|");
   printf("\n");
   sweep("layer_norm", layer_norm, 40, (const int64_t (*)[2])ln, reps);

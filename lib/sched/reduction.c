@@ -128,6 +128,71 @@ static void outer_launch(const fz_problem *pb, fz_plan *p) {
 
 /* ---- the scheduler ------------------------------------------------------ */
 
+/* Whether building the outputs' nodes would come to a reduction's result
+ * in the full space: a normalization, which the walk declines where it
+ * meets one (dag_nodes.c, reduce_space). Found from the ops alone: the
+ * walk visits each output in its space (the kept space when its map is
+ * constant along R, else the full space) and, from a value it visits, an
+ * op's operands in the same space, a reduction's input in the full
+ * space; resize ops and a gather's data are inputs or declined. So a
+ * (value, space) pair found here is one the walk visits unless it has
+ * declined before: the verdict is the walk's, and the nodes are not
+ * built. Its reason may be another the walk meets first, so this is
+ * asked only when no reason is wanted. */
+typedef struct walk {
+  unsigned char *seen; /* per value id: 1 visited in the full space, 2 row */
+  const fz_value **values;
+  unsigned char *spaces;
+  int top;
+} walk;
+
+static void visit(walk *w, const fz_value *v, unsigned char space) {
+  if (v->kind != FZ_VALUE_RESULT || (w->seen[v->id] & space))
+    return;
+  w->seen[v->id] |= space;
+  w->values[w->top] = v;
+  w->spaces[w->top++] = space;
+}
+
+static bool meets_normalization(const fz_dag *d, unsigned rcols) {
+  const fz_fusion *f = d->problem->fusion;
+  size_t n = (size_t)f->next_value_id + 1;
+  walk w = {.seen = fz_arena_alloc(d->arena, n),
+            .values = fz_arena_alloc(d->arena, sizeof *w.values * 2 * n),
+            .spaces = fz_arena_alloc(d->arena, 2 * n)};
+  for (int i = 0; i < f->num_outputs; i++) {
+    const fz_value *o = f->outputs[i];
+    bool post = (fz_map_columns(d->maps[o->id]) & rcols) == 0;
+    visit(&w, o, post ? 2 : 1);
+  }
+  while (w.top > 0) {
+    const fz_value *v = w.values[--w.top];
+    unsigned char space = w.spaces[w.top];
+    const fz_op *op = v->def;
+    switch (fz_op_table[op->code].kind) {
+    case FZ_KIND_REDUCTION:
+      if (space == 1)
+        return true;
+      visit(&w, op->operands[0], 1);
+      break;
+    case FZ_KIND_GATHER:
+      visit(&w, op->operands[1], space);
+      break;
+    case FZ_KIND_SLICE:
+    case FZ_KIND_PAD:
+    case FZ_KIND_CAT:
+    case FZ_KIND_FULL:
+    case FZ_KIND_IOTA:
+    case FZ_KIND_SYMBOL:
+      break;
+    default: /* pointwise ops, casts, random, and shape ops (one operand) */
+      for (int k = 0; k < op->num_operands; k++)
+        visit(&w, op->operands[k], space);
+    }
+  }
+  return false;
+}
+
 static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                        fz_reason *why, const fz_op *first,
                        const fz_value *ref, fz_plan **out) {
@@ -169,6 +234,8 @@ static bool build_from(fz_dag *d, const fz_problem *pb, fz_arena *arena,
   }
   if (rcols == 0)
     return fz_dag_decline(d, "the reduced axes all have size 1");
+  if (!why && meets_normalization(d, rcols))
+    return false;
 
   /* Outputs: post (constant along R) or pre (the full space), each
    * written exactly once. */
