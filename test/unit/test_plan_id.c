@@ -127,7 +127,9 @@ static fz_plan *copy_plan(const fz_plan *p, fz_arena *a) {
     c->tiled = t;
   }
   int64_t *values = fz_arena_alloc(a, sizeof *values * (size_t)(p->num_symbols + 1));
-  memcpy(values, p->symbol_values, sizeof *values * (size_t)p->num_symbols);
+  if (p->num_symbols) /* symbol_values may be NULL then */
+    memcpy(values, p->symbol_values,
+           sizeof *values * (size_t)p->num_symbols);
   c->symbol_values = values;
   return c;
 }
