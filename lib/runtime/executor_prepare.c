@@ -311,6 +311,13 @@ static fz_status prepare_launch(fz_executor *ex, signature_entry *e, int k,
           "kernel %s cannot keep even one cluster of %d blocks of %d threads "
           "resident on %s",
           plan->kernel_name, plan->cluster, plan->threads, props->name);
+    /* a prefetching plan's clusters walk the rows, one wave of them
+     * (lib/sched/persistent_cluster.c); a cluster past the ones the
+     * device keeps would start only when another has walked all its
+     * rows, doubling the time */
+    uint64_t most = (uint64_t)clusters * (uint64_t)plan->cluster;
+    if (plan->prefetch && grid[0] > most)
+      grid[0] = (unsigned)most;
   }
   s->skip = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
   memcpy(s->grid, grid, sizeof s->grid);

@@ -140,19 +140,11 @@ static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   if (pb->device.sm < 80 || p->kind != FZ_PLAN_INNER_OUTER_PERSISTENT ||
       tiles <= p->grid_x)
     return;
-  p->prefetch = true;
-  bool any = false;
-  for (int a = 0; a < p->num_accesses && p->prefetch; a++) {
-    if (!fz_plan_prefetched(p, a))
-      continue;
-    size_t bytes = (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
-    any = true;
-    p->prefetch = p->accesses[a].vector == p->vector &&
-                  (bytes == 4 || bytes == 8 || bytes % 16 == 0);
-  }
+  p->prefetch = true; /* what fz_plan_prefetched asks */
+  p->prefetch = fz_plan_prefetch_pieces_fit(p);
   size_t room = (size_t)pb->device.max_shared_per_block;
   size_t bytes = fz_plan_shared_bytes(p);
-  p->prefetch = p->prefetch && any && bytes + 16 * 1024 <= room &&
+  p->prefetch = p->prefetch && bytes + 16 * 1024 <= room &&
                 (p->threads >= 512 || bytes <= 32 * 1024);
 }
 

@@ -22,12 +22,34 @@
  * whose loads then overlap the others' reductions), up to
  * FZ_CLUSTER_WAVES waves of resident clusters (num_sms / c, twice for
  * blocks of at most 512 threads); beyond that clusters walk the rows.
+ *
+ * Prefetch: a block holds one row share at a time and, between its
+ * loads and its stores, waits for its block's and its cluster's
+ * reductions, while its SM's memory idles unless another block there is
+ * loading. When the rows outnumber the resident clusters and the
+ * prefetch buffers (two row shares a block, persistent_prefetch.c) fit
+ * every block an SM keeps, the grid is instead one wave of resident
+ * clusters, each walking rows with the next row's copies in flight
+ * while it reduces the current one (the executor trims the grid to the
+ * clusters the device keeps resident). FZ_CLUSTER_PREFETCH=0 in the
+ * environment keeps the waves of clusters without prefetch, the launch
+ * to compare with.
  */
 #include "sched/persistent_cluster.h"
 
 #include "sched/heuristics.h"
 
-enum { FZ_CLUSTER_THREAD_VALUES = 32, FZ_CLUSTER_WAVES = 8 };
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  FZ_CLUSTER_THREAD_VALUES = 32,
+  FZ_CLUSTER_WAVES = 8,
+  /* what a block's shared memory takes besides the prefetch buffers:
+   * the row scratch and cluster slots, and the 1 KiB the driver
+   * reserves a block */
+  FZ_CLUSTER_SHARED_EXTRA = 2048,
+};
 
 /* The fewest threads (a power of two from 128 to max_threads) that hold
  * `groups` groups at most FZ_CLUSTER_THREAD_VALUES values a thread; 0
@@ -77,6 +99,22 @@ int fz_persistent_row_tensors(const fz_plan *p) {
   return held ? held : 1;
 }
 
+/* Whether the plan (its launch set) prefetches: rows left for a second
+ * wave of `resident` clusters, and room for the buffers of `per_sm`
+ * blocks an SM. */
+static bool cluster_prefetch(const fz_problem *pb, fz_plan *p, int per_sm,
+                             int64_t rows, int64_t resident) {
+  const char *off = getenv("FZ_CLUSTER_PREFETCH");
+  p->prefetch = false;
+  if ((off && strcmp(off, "0") == 0) || pb->device.sm < 80 || rows <= resident)
+    return false;
+  p->prefetch = true; /* what fz_plan_prefetched asks */
+  size_t block = fz_plan_shared_bytes(p) + FZ_CLUSTER_SHARED_EXTRA;
+  p->prefetch = fz_plan_prefetch_pieces_fit(p) &&
+                (size_t)per_sm * block <= (size_t)pb->device.max_shared_per_block;
+  return p->prefetch;
+}
+
 bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
                                 int64_t groups) {
   fz_cluster_shape sh;
@@ -86,9 +124,9 @@ bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
     return false;
   int64_t rows = fz_plan_rows(p);
   int per_sm = sh.block_x <= 512 ? 2 : 1;
-  int64_t waves = (int64_t)pb->device.num_sms / sh.cluster * per_sm;
-  int64_t cap = (waves > 1 ? waves : 1) * FZ_CLUSTER_WAVES;
-  int64_t clusters = rows < cap ? rows : cap;
+  int64_t resident = (int64_t)pb->device.num_sms / sh.cluster * per_sm;
+  if (resident < 1)
+    resident = 1;
   p->block_x = sh.block_x;
   p->block_y = 1;
   p->threads = sh.block_x;
@@ -97,10 +135,13 @@ bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
   p->unroll = 1;
   p->split = 1;
   p->cluster = sh.cluster;
+  p->cooperative = false;
+  int64_t cap = cluster_prefetch(pb, p, per_sm, rows, resident)
+                    ? resident
+                    : resident * FZ_CLUSTER_WAVES;
+  int64_t clusters = rows < cap ? rows : cap;
   p->grid_x = clusters * sh.cluster;
   p->blocks = p->grid_x;
-  p->cooperative = false;
-  p->prefetch = false;
   int64_t bound = rows + p->grid_x + fz_plan_row_points(p) +
                   (int64_t)sh.cluster * sh.block_x * p->vector;
   p->index32 = fz_plan_fits_int32(p, bound);

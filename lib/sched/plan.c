@@ -62,10 +62,12 @@ bool fz_plan_held_in_shared(const fz_plan *p, int a) {
          row_varying_input(p, a);
 }
 
-bool fz_plan_held_pieces_fit(const fz_plan *p) {
+/* Whether every access that `copied` picks moves whole cp.async pieces
+ * (4, 8 or 16 bytes) a group, and there is at least one. */
+static bool pieces_fit(const fz_plan *p, bool (*copied)(const fz_plan *, int)) {
   bool any = false;
   for (int a = 0; a < p->num_accesses; a++) {
-    if (!fz_plan_held_in_shared(p, a))
+    if (!copied(p, a))
       continue;
     size_t bytes = (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
     if (p->accesses[a].vector != p->vector ||
@@ -74,6 +76,14 @@ bool fz_plan_held_pieces_fit(const fz_plan *p) {
     any = true;
   }
   return any;
+}
+
+bool fz_plan_held_pieces_fit(const fz_plan *p) {
+  return pieces_fit(p, fz_plan_held_in_shared);
+}
+
+bool fz_plan_prefetch_pieces_fit(const fz_plan *p) {
+  return pieces_fit(p, fz_plan_prefetched);
 }
 
 /* Dynamic shared memory: a prefetching plan's two buffers, each with

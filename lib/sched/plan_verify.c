@@ -318,14 +318,17 @@ static fz_status verify_persistent(const fz_plan *p, fz_error *err) {
   if (p->cluster &&
       (p->kind != FZ_PLAN_INNER_PERSISTENT || p->cluster < 2 ||
        p->cluster > FZ_PLAN_MAX_CLUSTER || p->block_y != 1 ||
-       p->grid_x % p->cluster != 0 || p->prefetch))
+       p->grid_x % p->cluster != 0))
     return bad(err,
                "a cluster of %d blocks (2..%d) on a %s plan, block %dx%d, "
-               "grid %lld%s",
+               "grid %lld",
                p->cluster, FZ_PLAN_MAX_CLUSTER,
                p->kind == FZ_PLAN_INNER_PERSISTENT ? "inner" : "non-inner",
-               p->block_x, p->block_y, (long long)p->grid_x,
-               p->prefetch ? ", prefetching" : "");
+               p->block_x, p->block_y, (long long)p->grid_x);
+  if (p->prefetch && !fz_plan_prefetch_pieces_fit(p))
+    return bad(err,
+               "a prefetching plan whose prefetched inputs do not move in "
+               "whole 4-, 8- or 16-byte cp.async pieces");
   if (p->column_slices > 1 &&
       (!outer || p->persistent != 1 || p->grid_x % p->column_slices != 0))
     return bad(err,

@@ -212,6 +212,66 @@ START_TEST(verify_refuses_bad_clusters) {
 }
 END_TEST
 
+static const char *SOFTMAX_BF16 =
+    "fusion @softmax(%x: bf16[M, N]) {\n"
+    "  %m = amax %x dims(1) keepdim : bf16[M, b1]\n"
+    "  %me = expand %m : bf16[M, b1->N]\n"
+    "  %d = sub %x, %me : bf16[M, N]\n"
+    "  %e = exp %d : bf16[M, N]\n"
+    "  %s = sum %e dims(1) keepdim : bf16[M, b1]\n"
+    "  %se = expand %s : bf16[M, b1->N]\n"
+    "  %y = div %e, %se : bf16[M, N]\n"
+    "  return %y\n"
+    "}\n";
+
+/* More rows than resident clusters, and buffers that fit: one wave of
+ * clusters, each walking rows with the next row prefetched; the plan
+ * verifies, its key says so, and a prefetched input that does not move
+ * in whole cp.async pieces is refused. FZ_CLUSTER_PREFETCH=0 keeps the
+ * waves without prefetch. */
+START_TEST(prefetch_when_clusters_walk_rows) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX_BF16, "M=1024,N=262144");
+  ck_assert_int_eq(p->cluster, 8);
+  ck_assert_int_eq(p->block_x, 1024);
+  ck_assert(p->prefetch);
+  /* one 1024-thread block an SM: 132 / 8 = 16 clusters */
+  ck_assert_int_eq(p->grid_x, 16 * 8);
+  /* two buffers of 4 groups of 16 bytes a thread */
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), 2 * 4 * 1024 * 16);
+  fz_error err = {0};
+  ck_assert_int_eq(fz_plan_verify(p, &err), FZ_OK);
+  ck_assert_ptr_nonnull(strstr(fz_plan_key(p, s.arena), "prefetch"));
+  p->accesses[0].vector = 1;
+  expect_refused(p, "whole 4-, 8- or 16-byte cp.async pieces");
+  scheduled_free(&s);
+
+  /* two 512-thread blocks an SM, 64 KiB each */
+  p = schedule(&s, SOFTMAX_BF16, "M=4096,N=65536");
+  ck_assert(p->prefetch);
+  ck_assert_int_eq(p->grid_x, 132 / 4 * 2 * 4);
+  scheduled_free(&s);
+
+  /* no second wave of rows: nothing to prefetch */
+  p = schedule(&s, SOFTMAX_BF16, "M=16,N=262144");
+  ck_assert(!p->prefetch);
+  ck_assert_int_eq(p->grid_x, 16 * 8);
+  scheduled_free(&s);
+
+  /* f32 128K: two blocks' buffers (128 KiB each) do not fit an SM */
+  p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  ck_assert(!p->prefetch);
+  scheduled_free(&s);
+
+  setenv("FZ_CLUSTER_PREFETCH", "0", 1);
+  p = schedule(&s, SOFTMAX_BF16, "M=4096,N=65536");
+  unsetenv("FZ_CLUSTER_PREFETCH");
+  ck_assert(!p->prefetch);
+  ck_assert_int_eq(p->grid_x, 8 * (132 / 4 * 2) * 4);
+  scheduled_free(&s);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("persistent_cluster");
   TCase *c = tcase_create("cluster");
@@ -221,6 +281,7 @@ static Suite *make(void) {
   tcase_add_test(c, eight_byte_values_count_twice);
   tcase_add_test(c, no_clusters_before_sm90);
   tcase_add_test(c, verify_refuses_bad_clusters);
+  tcase_add_test(c, prefetch_when_clusters_walk_rows);
   suite_add_tcase(s, c);
   return s;
 }
