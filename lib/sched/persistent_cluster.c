@@ -62,14 +62,16 @@ static int threads_for(int64_t groups, int vector, int held,
   return 0;
 }
 
-bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
-                             fz_cluster_shape *out) {
+/* The shape with at least `least` blocks (a power of two from 2), as
+ * fz_cluster_shape_choose says. */
+static bool shape_from(int64_t groups, int vector, int held, int least,
+                       fz_cluster_shape *out) {
   *out = (fz_cluster_shape){0};
   if (groups < 1 || vector < 1 || held < 1 ||
       groups * vector * held <= FZ_CLUSTER_SM_VALUES)
     return false;
   for (int max_threads = 512; max_threads <= 1024; max_threads *= 2)
-    for (int c = 2; c <= FZ_PLAN_MAX_CLUSTER; c *= 2) {
+    for (int c = least; c <= FZ_PLAN_MAX_CLUSTER; c *= 2) {
       int64_t per_block = fz_cdiv(groups, c);
       int bx = threads_for(per_block, vector, held, max_threads);
       if (!bx)
@@ -80,6 +82,11 @@ bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
       return true;
     }
   return false;
+}
+
+bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
+                             fz_cluster_shape *out) {
+  return shape_from(groups, vector, held, 2, out);
 }
 
 int fz_persistent_row_tensors(const fz_plan *p) {
@@ -115,6 +122,31 @@ static bool cluster_prefetch(const fz_problem *pb, fz_plan *p, int per_sm,
   return p->prefetch;
 }
 
+/* Sets the plan's launch for shape `sh`; true when it prefetches. */
+static bool launch(const fz_problem *pb, fz_plan *p,
+                   const fz_cluster_shape *sh) {
+  int64_t rows = fz_plan_rows(p);
+  int per_sm = sh->block_x <= 512 ? 2 : 1;
+  int64_t resident = (int64_t)pb->device.num_sms / sh->cluster * per_sm;
+  if (resident < 1)
+    resident = 1;
+  p->block_x = sh->block_x;
+  p->block_y = 1;
+  p->threads = sh->block_x;
+  p->persistent = sh->persistent;
+  p->persistent_full = sh->persistent - 1; /* an exact plan: no class */
+  p->unroll = 1;
+  p->split = 1;
+  p->cluster = sh->cluster;
+  p->cooperative = false;
+  bool prefetch = cluster_prefetch(pb, p, per_sm, rows, resident);
+  int64_t cap = prefetch ? resident : resident * FZ_CLUSTER_WAVES;
+  int64_t clusters = rows < cap ? rows : cap;
+  p->grid_x = clusters * sh->cluster;
+  p->blocks = p->grid_x;
+  return prefetch;
+}
+
 bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
                                 int64_t groups) {
   fz_cluster_shape sh;
@@ -122,26 +154,22 @@ bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
   if (pb->device.sm < 90 || p->kind != FZ_PLAN_INNER_PERSISTENT ||
       !fz_cluster_shape_choose(groups, p->vector, held, &sh))
     return false;
+  /* the smallest cluster, unless a larger one's smaller row shares let
+   * the prefetch buffers fit where its do not (f32 rows of 64K: 4 blocks
+   * of 512 threads would take 128 KiB of buffers each, two an SM; 8
+   * blocks take 64 KiB) */
+  if (!launch(pb, p, &sh)) {
+    fz_cluster_shape larger;
+    for (int c = sh.cluster * 2; c <= FZ_PLAN_MAX_CLUSTER; c *= 2)
+      if (shape_from(groups, p->vector, held, c, &larger) &&
+          launch(pb, p, &larger)) {
+        sh = larger;
+        break;
+      }
+    if (!p->prefetch)
+      launch(pb, p, &sh);
+  }
   int64_t rows = fz_plan_rows(p);
-  int per_sm = sh.block_x <= 512 ? 2 : 1;
-  int64_t resident = (int64_t)pb->device.num_sms / sh.cluster * per_sm;
-  if (resident < 1)
-    resident = 1;
-  p->block_x = sh.block_x;
-  p->block_y = 1;
-  p->threads = sh.block_x;
-  p->persistent = sh.persistent;
-  p->persistent_full = sh.persistent - 1; /* an exact plan: no class */
-  p->unroll = 1;
-  p->split = 1;
-  p->cluster = sh.cluster;
-  p->cooperative = false;
-  int64_t cap = cluster_prefetch(pb, p, per_sm, rows, resident)
-                    ? resident
-                    : resident * FZ_CLUSTER_WAVES;
-  int64_t clusters = rows < cap ? rows : cap;
-  p->grid_x = clusters * sh.cluster;
-  p->blocks = p->grid_x;
   int64_t bound = rows + p->grid_x + fz_plan_row_points(p) +
                   (int64_t)sh.cluster * sh.block_x * p->vector;
   p->index32 = fz_plan_fits_int32(p, bound);
