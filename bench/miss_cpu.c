@@ -41,6 +41,8 @@
 #include "runtime/cuda.h"
 #include "sched/plan.h"
 #include "sched/segment.h"
+/* the executor tests' fake driver (test/unit/llvm) */
+#include "fake_cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,99 +100,13 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* ---- a driver that does nothing --------------------------------------- */
-
-static CUresult ok_name(CUresult r, const char **s) {
-  (void)r;
-  *s = "CUDA_ERROR_FAKE";
-  return CUDA_SUCCESS;
-}
-static CUcontext current;
-static CUresult get_current(CUcontext *c) {
-  *c = current;
-  return CUDA_SUCCESS;
-}
-static CUresult set_current(CUcontext c) {
-  current = c;
-  return CUDA_SUCCESS;
-}
-static CUresult is_capturing(CUstream s, CUstreamCaptureStatus *status) {
-  (void)s;
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-static CUresult load(CUmodule *m, const void *image, unsigned n,
-                     CUjit_option *options, void **values) {
-  (void)image, (void)n, (void)options, (void)values;
-  *m = (CUmodule)0x2000;
-  return CUDA_SUCCESS;
-}
-static CUresult unload(CUmodule m) {
-  (void)m;
-  return CUDA_SUCCESS;
-}
-static CUresult get_function(CUfunction *f, CUmodule m, const char *n) {
-  (void)m, (void)n;
-  *f = (CUfunction)0x3000;
-  return CUDA_SUCCESS;
-}
-static CUresult func_get_attr(int *v, CUfunction_attribute a, CUfunction f) {
-  (void)f;
-  *v = a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-           ? FZ_CUDA_DEFAULT_SHARED_BYTES
-       : a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
-       : a == CU_FUNC_ATTRIBUTE_NUM_REGS              ? 32
-                                                      : 0;
-  return CUDA_SUCCESS;
-}
-static CUresult func_set_attr(CUfunction f, CUfunction_attribute a, int v) {
-  (void)f, (void)a, (void)v;
-  return CUDA_SUCCESS;
-}
-static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
-                       CUstream s, void **params, void **extra) {
-  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
-  (void)shared, (void)s, (void)params, (void)extra;
-  return CUDA_SUCCESS;
-}
-static CUresult occupancy(int *blocks, CUfunction f, int threads,
-                          size_t shared) {
-  (void)f, (void)threads, (void)shared;
-  *blocks = 2;
-  return CUDA_SUCCESS;
-}
-
-static const fz_cuda fake_cu = {
-    .cuGetErrorName = ok_name,
-    .cuGetErrorString = ok_name,
-    .cuCtxGetCurrent = get_current,
-    .cuCtxSetCurrent = set_current,
-    .cuStreamIsCapturing = is_capturing,
-    .cuModuleLoadDataEx = load,
-    .cuModuleUnload = unload,
-    .cuModuleGetFunction = get_function,
-    .cuFuncGetAttribute = func_get_attr,
-    .cuFuncSetAttribute = func_set_attr,
-    .cuLaunchKernel = launch,
-    .cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy,
-};
-
-/* An H200 as the driver would describe it, behind the fake table. */
+/* An H200 as the driver would describe it, behind a driver that does
+ * nothing (fake_cuda.h): every call returns at once. */
 static fz_device *fake_device(void) {
+  static fz_cuda cu;
   static fz_device d;
-  d = (fz_device){.cu = &fake_cu, .context = (CUcontext)0x1000};
-  d.props = (fz_device_props){.name = "fake H200",
-                              .sm = 90,
-                              .sm_count = 132,
-                              .max_threads_per_block = 1024,
-                              .max_threads_per_sm = 2048,
-                              .warp_size = 32,
-                              .max_shared_per_block = 227 * 1024,
-                              .max_shared_per_sm = 228 * 1024,
-                              .max_registers_per_block = 65536,
-                              .l2_bytes = 60 << 20,
-                              .cooperative_launch = true};
+  fake_cuda_init(&cu);
+  d = fake_cuda_device(&cu);
   return &d;
 }
 

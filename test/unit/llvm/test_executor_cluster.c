@@ -1,6 +1,7 @@
 /* test_executor_cluster.c - the launch of an inner-outer plan whose column
  * partials meet in a thread-block cluster (column_cluster, sm_90), on a
- * fake CUDA driver that records what the executor asks of it.
+ * fake CUDA driver (fake_cuda.h) whose launches and cluster occupancy
+ * query this test records.
  *
  * The kernel is really scheduled and compiled (LLVM); only the driver is
  * fake. Checked: the grid is cooperative and in whole clusters, no larger
@@ -13,20 +14,14 @@
  */
 #include "test_util.h"
 
-#include "fz/fz.h"
-/* lib/ is private to libfz; this test drives the executor on a fake
- * driver through the device's function table. */
-#include "runtime/cuda.h"
+#include "fake_cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* What this test's entry points record and answer, over fake_cuda's. */
 static struct {
-  CUcontext current;
-  CUdeviceptr next_address;
-  int num_params;        /* counted in the loaded PTX */
-  int blocks_per_sm;     /* what the per-SM occupancy query answers */
   int clusters;          /* what the cluster occupancy query answers */
   int occupancy_cluster; /* the cluster dimension that query was given */
   int launches_ex, launches_coop, launches_plain;
@@ -36,65 +31,11 @@ static struct {
   uint64_t workspace, counters; /* the last launch's two pointers */
 } drv;
 
-static CUresult name_of(CUresult r, const char **s) {
-  *s = "CUDA_ERROR_FAKE";
-  return CUDA_SUCCESS;
-}
-static CUresult string_of(CUresult r, const char **s) {
-  *s = "fake";
-  return CUDA_SUCCESS;
-}
-static CUresult get_current(CUcontext *c) {
-  *c = drv.current;
-  return CUDA_SUCCESS;
-}
-static CUresult set_current(CUcontext c) {
-  drv.current = c;
-  return CUDA_SUCCESS;
-}
-static CUresult mem_alloc(CUdeviceptr *p, size_t bytes) {
-  *p = drv.next_address;
-  drv.next_address += (bytes + 0xffff) & ~(CUdeviceptr)0xffff;
-  return CUDA_SUCCESS;
-}
-static CUresult mem_free(CUdeviceptr p) { return CUDA_SUCCESS; }
-static CUresult memset_async(CUdeviceptr dst, unsigned char v, size_t n,
-                             CUstream s) {
-  return CUDA_SUCCESS;
-}
-static CUresult is_capturing(CUstream s, CUstreamCaptureStatus *status) {
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-static CUresult load(CUmodule *m, const void *image, unsigned n,
-                     CUjit_option *options, void **values) {
-  int count = 0;
-  for (const char *p = image; (p = strstr(p, ".param .u64")); p++)
-    count++;
-  drv.num_params = count;
-  *m = (CUmodule)0x2000;
-  return CUDA_SUCCESS;
-}
-static CUresult unload(CUmodule m) { return CUDA_SUCCESS; }
-static CUresult get_function(CUfunction *f, CUmodule m, const char *n) {
-  *f = (CUfunction)0x3000;
-  return CUDA_SUCCESS;
-}
-static CUresult func_get_attr(int *v, CUfunction_attribute a, CUfunction f) {
-  *v = a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-           ? FZ_CUDA_DEFAULT_SHARED_BYTES
-       : a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
-       : a == CU_FUNC_ATTRIBUTE_NUM_REGS              ? 64
-                                                      : 0;
-  return CUDA_SUCCESS;
-}
-static CUresult func_set_attr(CUfunction f, CUfunction_attribute a, int v) {
-  return CUDA_SUCCESS;
-}
 static void record_workspace(void **params) {
-  ck_assert_int_ge(drv.num_params, 2);
-  memcpy(&drv.workspace, params[drv.num_params - 2], 8);
-  memcpy(&drv.counters, params[drv.num_params - 1], 8);
+  int n = fake_cuda.num_params;
+  ck_assert_int_ge(n, 2);
+  memcpy(&drv.workspace, params[n - 2], 8);
+  memcpy(&drv.counters, params[n - 1], 8);
 }
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
@@ -120,11 +61,6 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f,
   record_workspace(params);
   return CUDA_SUCCESS;
 }
-static CUresult occupancy(int *blocks, CUfunction f, int threads,
-                          size_t shared) {
-  *blocks = drv.blocks_per_sm;
-  return CUDA_SUCCESS;
-}
 static CUresult max_clusters(int *n, CUfunction f, const CUlaunchConfig *c) {
   ck_assert_uint_ge(c->numAttrs, 1);
   ck_assert_int_eq(c->attrs[0].id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
@@ -133,26 +69,7 @@ static CUresult max_clusters(int *n, CUfunction f, const CUlaunchConfig *c) {
   return CUDA_SUCCESS;
 }
 
-static const fz_cuda fake_cu = {
-    .cuGetErrorName = name_of,
-    .cuGetErrorString = string_of,
-    .cuCtxGetCurrent = get_current,
-    .cuCtxSetCurrent = set_current,
-    .cuMemAlloc_v2 = mem_alloc,
-    .cuMemFree_v2 = mem_free,
-    .cuMemsetD8Async = memset_async,
-    .cuStreamIsCapturing = is_capturing,
-    .cuModuleLoadDataEx = load,
-    .cuModuleUnload = unload,
-    .cuModuleGetFunction = get_function,
-    .cuFuncGetAttribute = func_get_attr,
-    .cuFuncSetAttribute = func_set_attr,
-    .cuLaunchKernel = launch,
-    .cuLaunchCooperativeKernel = launch_coop,
-    .cuLaunchKernelEx = launch_ex,
-    .cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy,
-    .cuOccupancyMaxActiveClusters = max_clusters,
-};
+static fz_cuda fake_cu; /* filled in setup */
 
 /* Row sums used back in the row, and a column sum over the rows: an
  * inner-outer plan. At M=4096, N=2048 on 132 SMs: blocks of 64x2 threads,
@@ -181,18 +98,16 @@ static void setup(void) {
   setenv("FZ_CACHE_DIR", "off", 1);
   setenv("FZ_INNER_OUTER_CLUSTER", "2", 1);
   memset(&drv, 0, sizeof drv);
-  drv.next_address = 0x100000;
-  drv.blocks_per_sm = 2;
+  fake_cuda_init(&fake_cu);
+  fake_cu.cuLaunchKernel = launch;
+  fake_cu.cuLaunchCooperativeKernel = launch_coop;
+  fake_cu.cuLaunchKernelEx = launch_ex;
+  fake_cu.cuOccupancyMaxActiveClusters = max_clusters;
+  fake_cuda.num_regs = 64;
+  fake_cuda.blocks_per_sm = 2;
   drv.clusters = 100;
-  device = (fz_device){.cu = &fake_cu, .context = (CUcontext)0x1000};
-  device.props.sm = 90;
-  device.props.sm_count = 132;
-  device.props.max_threads_per_block = 1024;
-  device.props.max_threads_per_sm = 2048;
-  device.props.warp_size = 32;
-  device.props.max_shared_per_block = 227 * 1024;
-  device.props.max_shared_per_sm = 228 * 1024;
-  device.props.l2_bytes = 60 << 20;
+  device = fake_cuda_device(&fake_cu);
+  /* the name a refusal must quote */
   snprintf(device.props.name, sizeof device.props.name, "Fake H200");
   fusion = test_parse(text);
   make_executor();
@@ -257,7 +172,7 @@ START_TEST(test_grid_in_whole_clusters) {
   fz_executor_destroy(ex);
   device.props.sm_count = 131;
   make_executor();
-  drv.blocks_per_sm = 1;
+  fake_cuda.blocks_per_sm = 1;
   drv.clusters = 500;
   expect_run();
   ck_assert_int_eq(drv.launches_ex, 1);

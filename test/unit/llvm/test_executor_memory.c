@@ -1,20 +1,17 @@
 /* test_executor_memory.c - where an executor's scratch memory comes from.
  *
- * The executor runs against a fake CUDA driver that records allocations,
- * memsets, stream capture and every launch's parameters, so that the
- * memory contract (fz.h: fz_executor_set_allocator, signature limit, CUDA
- * graph capture, calls on several streams) is checked on machines without
- * a GPU. Kernels are really scheduled and compiled (LLVM); only the
+ * The executor runs against a fake CUDA driver (fake_cuda.h: it counts
+ * allocations and reports stream capture) whose memsets and launches this
+ * test records, parameters included, so that the memory contract (fz.h:
+ * fz_executor_set_allocator, signature limit, CUDA graph capture, calls
+ * on several streams) is checked on machines without a GPU. Kernels are really scheduled and compiled (LLVM); only the
  * driver is fake. The fusion is a full sum long enough to be split across
  * blocks, so its kernel takes a workspace and counters: its last two
  * parameters.
  */
 #include "test_util.h"
 
-#include "fz/fz.h"
-/* lib/ is private to libfz; this test drives the executor on a fake
- * driver through the device's function table. */
-#include "runtime/cuda.h"
+#include "fake_cuda.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,51 +19,24 @@
 #define STREAM_A ((CUstream)0xa0)
 #define STREAM_B ((CUstream)0xb0)
 
+/* What this test's entry points record, over fake_cuda's. */
 static struct {
-  CUcontext current;
-  CUdeviceptr next_address;
-  int allocs, frees;
   int memsets;
   CUstream memset_stream;
   CUdeviceptr memset_dst;
   size_t memset_bytes;
-  CUstream capturing; /* the stream the fake reports as being captured */
   int launches;
   unsigned grid_x, grid_y; /* the last launch's grid */
-  int blocks_per_sm;       /* what the occupancy query answers */
-  int num_params;        /* counted in the loaded PTX */
   uint64_t workspace;    /* the last launch's workspace pointer */
   uint64_t counters;     /* and counters pointer */
   CUstream launch_stream;
 } drv;
 
-static CUresult name_of(CUresult r, const char **s) {
-  *s = r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
-                                     : "CUDA_ERROR_FAKE";
-  return CUDA_SUCCESS;
-}
-static CUresult string_of(CUresult r, const char **s) {
-  *s = "fake";
-  return CUDA_SUCCESS;
-}
-static CUresult get_current(CUcontext *c) {
-  *c = drv.current;
-  return CUDA_SUCCESS;
-}
-static CUresult set_current(CUcontext c) {
-  drv.current = c;
-  return CUDA_SUCCESS;
-}
-static CUresult mem_alloc(CUdeviceptr *p, size_t bytes) {
-  drv.allocs++;
-  *p = drv.next_address;
-  drv.next_address += (bytes + 0xffff) & ~(CUdeviceptr)0xffff;
-  return CUDA_SUCCESS;
-}
+/* the fake's cuMemFree_v2 (it counts), for blocks that exist */
+static CUresult (*fake_free)(CUdeviceptr p);
 static CUresult mem_free(CUdeviceptr p) {
   ck_assert_msg(p != 0, "cuMemFree called with 0");
-  drv.frees++;
-  return CUDA_SUCCESS;
+  return fake_free(p);
 }
 static CUresult memset_async(CUdeviceptr dst, unsigned char v, size_t n,
                              CUstream s) {
@@ -77,73 +47,22 @@ static CUresult memset_async(CUdeviceptr dst, unsigned char v, size_t n,
   drv.memset_bytes = n;
   return CUDA_SUCCESS;
 }
-static CUresult is_capturing(CUstream s, CUstreamCaptureStatus *status) {
-  *status = s && s == drv.capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                                    : CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-static CUresult load(CUmodule *m, const void *image, unsigned n,
-                     CUjit_option *options, void **values) {
-  int count = 0;
-  for (const char *p = image; (p = strstr(p, ".param .u64")); p++)
-    count++;
-  drv.num_params = count;
-  *m = (CUmodule)0x2000;
-  return CUDA_SUCCESS;
-}
-static CUresult unload(CUmodule m) { return CUDA_SUCCESS; }
-static CUresult get_function(CUfunction *f, CUmodule m, const char *n) {
-  *f = (CUfunction)0x3000;
-  return CUDA_SUCCESS;
-}
-static CUresult func_get_attr(int *v, CUfunction_attribute a, CUfunction f) {
-  *v = a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-           ? FZ_CUDA_DEFAULT_SHARED_BYTES
-       : a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
-       : a == CU_FUNC_ATTRIBUTE_NUM_REGS              ? 32
-                                                      : 0;
-  return CUDA_SUCCESS;
-}
-static CUresult func_set_attr(CUfunction f, CUfunction_attribute a, int v) {
-  return CUDA_SUCCESS;
-}
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
                        CUstream s, void **params, void **extra) {
-  ck_assert_int_ge(drv.num_params, 2);
+  int n = fake_cuda.num_params;
+  ck_assert_int_ge(n, 2);
   drv.launches++;
   drv.launch_stream = s;
   drv.grid_x = gx;
   drv.grid_y = gy;
-  memcpy(&drv.workspace, params[drv.num_params - 2], 8);
-  memcpy(&drv.counters, params[drv.num_params - 1], 8);
+  memcpy(&drv.workspace, params[n - 2], 8);
+  memcpy(&drv.counters, params[n - 1], 8);
   return CUDA_SUCCESS;
 }
 
-static CUresult occupancy(int *blocks, CUfunction f, int threads,
-                          size_t shared) {
-  *blocks = drv.blocks_per_sm;
-  return CUDA_SUCCESS;
-}
-
-/* not const: a test takes the occupancy query away (setup restores it) */
-static fz_cuda fake_cu = {
-    .cuGetErrorName = name_of,
-    .cuGetErrorString = string_of,
-    .cuCtxGetCurrent = get_current,
-    .cuCtxSetCurrent = set_current,
-    .cuMemAlloc_v2 = mem_alloc,
-    .cuMemFree_v2 = mem_free,
-    .cuMemsetD8Async = memset_async,
-    .cuStreamIsCapturing = is_capturing,
-    .cuModuleLoadDataEx = load,
-    .cuModuleUnload = unload,
-    .cuModuleGetFunction = get_function,
-    .cuFuncGetAttribute = func_get_attr,
-    .cuFuncSetAttribute = func_set_attr,
-    .cuLaunchKernel = launch,
-    .cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy,
-};
+/* filled anew in setup: a test takes the occupancy query away */
+static fz_cuda fake_cu;
 
 static fz_device device;
 static fz_fusion *fusion;
@@ -152,20 +71,15 @@ static fz_executor *ex;
 static void setup(void) {
   setenv("FZ_CACHE_DIR", "off", 1);
   memset(&drv, 0, sizeof drv);
-  drv.next_address = 0x100000;
+  fake_cuda_init(&fake_cu);
+  fake_free = fake_cu.cuMemFree_v2;
+  fake_cu.cuMemFree_v2 = mem_free;
+  fake_cu.cuMemsetD8Async = memset_async;
+  fake_cu.cuLaunchKernel = launch;
   /* the full sum's kernel: 3 blocks of 512 threads an SM, where the
    * scheduler estimates 4 */
-  drv.blocks_per_sm = 3;
-  fake_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor = occupancy;
-  device = (fz_device){.cu = &fake_cu, .context = (CUcontext)0x1000};
-  device.props.sm = 90;
-  device.props.sm_count = 132;
-  device.props.max_threads_per_block = 1024;
-  device.props.max_threads_per_sm = 2048;
-  device.props.warp_size = 32;
-  device.props.max_shared_per_block = 227 * 1024;
-  device.props.max_shared_per_sm = 228 * 1024;
-  device.props.l2_bytes = 60 << 20;
+  fake_cuda.blocks_per_sm = 3;
+  device = fake_cuda_device(&fake_cu);
   fusion = test_parse("fusion @full_sum(%x: f32[N]) {\n"
                       "  %s = sum %x dims(0) : f32\n"
                       "  return %s\n"
@@ -199,7 +113,7 @@ enum { BIG = 1 << 24 };
 START_TEST(test_builtin_block_per_stream) {
   expect_run(BIG, STREAM_A);
   ck_assert_int_eq(drv.launches, 1);
-  ck_assert_int_eq(drv.allocs, 1);
+  ck_assert_int_eq(fake_cuda.allocs, 1);
   /* the counters are zeroed once, in the order of the stream that uses
    * them, not on the legacy stream */
   ck_assert_int_eq(drv.memsets, 1);
@@ -209,12 +123,12 @@ START_TEST(test_builtin_block_per_stream) {
   ck_assert_uint_ne(ws_a, 0);
 
   expect_run(BIG, STREAM_A); /* a hit: launches only */
-  ck_assert_int_eq(drv.allocs, 1);
+  ck_assert_int_eq(fake_cuda.allocs, 1);
   ck_assert_int_eq(drv.memsets, 1);
   ck_assert_uint_eq(drv.workspace, ws_a);
 
   expect_run(BIG, STREAM_B); /* another stream: its own partials */
-  ck_assert_int_eq(drv.allocs, 2);
+  ck_assert_int_eq(fake_cuda.allocs, 2);
   ck_assert_int_eq(drv.memsets, 2);
   ck_assert_ptr_eq(drv.launch_stream, STREAM_B);
   ck_assert_uint_ne(drv.workspace, ws_a);
@@ -282,7 +196,7 @@ START_TEST(test_allocator_per_call_in_stream_order) {
     ck_assert_uint_eq(drv.memset_dst, drv.counters);
     ck_assert_uint_eq(drv.memset_dst + drv.memset_bytes, user.base + user.bytes);
   }
-  ck_assert_int_eq(drv.allocs, 0); /* nothing from cuMemAlloc */
+  ck_assert_int_eq(fake_cuda.allocs, 0); /* nothing from cuMemAlloc */
 }
 END_TEST
 
@@ -307,15 +221,15 @@ END_TEST
 START_TEST(test_switching_allocators_frees_blocks) {
   expect_run(BIG, STREAM_A);
   expect_run(BIG, STREAM_B);
-  ck_assert_int_eq(drv.frees, 0);
+  ck_assert_int_eq(fake_cuda.frees, 0);
   set_user_allocator();
-  ck_assert_int_eq(drv.frees, 2);
+  ck_assert_int_eq(fake_cuda.frees, 2);
   expect_run(BIG, STREAM_A);
   ck_assert_int_eq(user.allocs, 1);
   fz_error err;
   ck_assert(fz_executor_set_allocator(ex, NULL, &err) == FZ_OK);
   expect_run(BIG, STREAM_A); /* a built-in block again */
-  ck_assert_int_eq(drv.allocs, 3);
+  ck_assert_int_eq(fake_cuda.allocs, 3);
   ck_assert_int_eq(user.allocs, 1);
   fz_allocator half = {user_alloc, NULL, &user};
   ck_assert_int_eq(fz_executor_set_allocator(ex, &half, &err),
@@ -329,23 +243,23 @@ END_TEST
 
 START_TEST(test_capture_needs_a_warm_signature) {
   fz_error err;
-  drv.capturing = STREAM_A;
+  fake_cuda.capturing = STREAM_A;
   ck_assert_int_eq(run(BIG, STREAM_A, &err), FZ_ERR_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(err.message, "new signature"));
   ck_assert_ptr_nonnull(strstr(err.message, "captured"));
   ck_assert_int_eq(drv.launches, 0);
-  ck_assert_int_eq(drv.allocs, 0);
+  ck_assert_int_eq(fake_cuda.allocs, 0);
 
-  drv.capturing = NULL; /* warm up outside capture */
+  fake_cuda.capturing = NULL; /* warm up outside capture */
   expect_run(BIG, STREAM_A);
-  drv.capturing = STREAM_A;
+  fake_cuda.capturing = STREAM_A;
   expect_run(BIG, STREAM_A); /* captured: launches only */
   ck_assert_int_eq(drv.launches, 2);
-  ck_assert_int_eq(drv.allocs, 1);
+  ck_assert_int_eq(fake_cuda.allocs, 1);
 
   /* warm signature, but the built-in allocator has no block for this
    * stream yet */
-  drv.capturing = STREAM_B;
+  fake_cuda.capturing = STREAM_B;
   ck_assert_int_eq(run(BIG, STREAM_B, &err), FZ_ERR_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(err.message, "first call on this stream"));
   ck_assert_int_eq(drv.launches, 2);
@@ -384,7 +298,7 @@ START_TEST(test_least_recently_used_signature_is_evicted) {
   ck_assert_int_eq(stats.signature_misses, 3);
   ck_assert_int_eq(stats.signatures_evicted, 1);
   ck_assert_int_eq(stats.signatures_kept, 2);
-  ck_assert_int_eq(drv.frees, 1);
+  ck_assert_int_eq(fake_cuda.frees, 1);
   expect_run(BIG, STREAM_A); /* still kept */
   fz_executor_get_stats(ex, &stats);
   ck_assert_int_eq(stats.signature_misses, 3);
@@ -435,7 +349,7 @@ END_TEST
 /* A kernel the query says cannot be resident: the estimate (the launch
  * would report it). */
 START_TEST(test_grid_estimate_without_residency) {
-  drv.blocks_per_sm = 0;
+  fake_cuda.blocks_per_sm = 0;
   expect_split(528);
 }
 END_TEST
