@@ -17,8 +17,8 @@ report without a GPU.
 
 Three groups of measurements:
 - main: the workloads of the table (the default);
-- long_rows: softmax and RMS norm, forward and backward, bf16 and f32, on
-  rows of 4096 to 262144 elements (--only long_rows);
+- long_rows: softmax, RMS norm and cross-entropy, forward and backward,
+  bf16 and f32, on rows of 4096 to 262144 elements (--only long_rows);
 - the size sweep: one workload per kernel family from about 1 MiB to
   4 GiB moved (run by --report, or alone by --sweep-only).
 
@@ -45,7 +45,8 @@ FUSE_RUN_TIMEOUT_S = 600
 # ---- the PyTorch side of the workloads ----------------------------------------------
 # A builder returns (inputs, fn, bytes moved): fn(*inputs) is what eager and
 # torch.compile time; bytes count each input read once and each output
-# written once.
+# written once. A fourth item, when there is one, is the function
+# torch.compile times instead of fn (over the same inputs).
 
 
 def rand(*shape, dtype=None):
@@ -102,6 +103,32 @@ def softmax_backward(g, y):
     return y * (g - (g * y).sum(-1, keepdim=True))
 
 
+def cross_entropy(x, label):
+    """(loss, lse) of cross-entropy from integer labels, as the forward
+    fusions compute them (bench/fusions/cross_entropy{,_bf16}.fz): in f32
+    for bf16 logits, lse = max + log(sum(exp(x - max))), loss = lse - the
+    label's logit. Only the math check runs it: eager and torch.compile time
+    F.cross_entropy."""
+    import torch
+    xf = x.to(torch.promote_types(x.dtype, torch.float32))  # f64 stays f64
+    mx = xf.amax(-1, keepdim=True)
+    lse = (xf - mx).exp().sum(-1).log() + mx.squeeze(-1)
+    return lse - xf.gather(-1, label[:, None]).squeeze(-1), lse
+
+
+def cross_entropy_backward(x, label, lse, g):
+    """dx = (exp(x - lse) - onehot(label)) * g from the saved lse, in lse's
+    dtype (f32) and cast back to x's: the math of the backward fusions
+    (bench/fusions/cross_entropy_backward{,_bf16}.fz), the one-hot an
+    arange compared with the label as there. torch.compile times this;
+    eager times what autograd runs (norm's cross_entropy_backward)."""
+    import torch
+    xf = x.to(lse.dtype)
+    hit = torch.arange(x.shape[-1], device=x.device) == label[:, None]
+    dx = (torch.exp(xf - lse[:, None]) - hit.to(xf.dtype)) * g[:, None]
+    return dx.to(x.dtype)
+
+
 def norm(kind, m, n, dtype=None):
     """The normalization workloads, written as PyTorch runs them."""
     def build():
@@ -139,6 +166,42 @@ def norm(kind, m, n, dtype=None):
             rstd = torch.rand(m, 1, device="cuda") + 0.5
             w = rand(n, dtype=dt)
             return [g, x, rstd, w], rms_norm_backward, 3 * m * n * size + 2 * n * size + 4 * m
+        if kind == "cross_entropy":
+            # As under autocast, which runs cross_entropy in f32: bf16
+            # logits are cast up first (a kernel of its own in eager), and
+            # the loss is f32, as fz's fusion computes it. Bytes: x, the
+            # labels and the loss (fz also writes lse, M floats, not
+            # counted).
+            label = torch.randint(0, n, (m,), device="cuda")
+            fn = lambda x, label: torch.nn.functional.cross_entropy(
+                x.float(), label, reduction="none")
+            return [x, label], fn, m * n * size + 12 * m
+        if kind == "cross_entropy_backward":
+            # Eager: what autograd runs for the forward above, from the
+            # f32 log-softmax it saved (an [M, N] tensor): nll_loss's
+            # backward (a zeroed [M, N] f32 gradient with -g scattered at
+            # the labels), _log_softmax_backward_data, and for bf16 the
+            # backward of the cast up (dx cast back). torch.compile: the
+            # fusions' formula from the saved lse (one float a row). The
+            # two read different saved tensors, so each ignores the
+            # other's. Bytes are the fusions': x and dx, the labels, lse
+            # and g.
+            label = torch.randint(0, n, (m,), device="cuda")
+            lsm = torch.log_softmax(x.float(), -1)
+            lse = torch.logsumexp(x.float(), -1)
+            g = rand(m)
+            total_weight = torch.ops.aten.nll_loss_forward(lsm, label, None, 0, -100)[1]
+
+            def eager(x, label, lse, g, lsm):
+                gl = torch.ops.aten.nll_loss_backward(g, lsm, label, None, 0, -100,
+                                                      total_weight)
+                dx = torch.ops.aten._log_softmax_backward_data(gl, lsm, 1, lsm.dtype)
+                return dx.to(x.dtype)
+
+            def compiled(x, label, lse, g, lsm):
+                return cross_entropy_backward(x, label, lse, g)
+            return ([x, label, lse, g, lsm], eager, 2 * m * n * size + 16 * m,
+                    compiled)
         raise ValueError(kind)
     return build
 
@@ -227,6 +290,10 @@ LONG_ROW_KINDS = (
      TEST_GPU + "norm_rms_norm.fz"),
     ("rms_norm_backward", "RMS norm backward", "rms_norm_backward_bf16.fz",
      TEST_GPU + "norm_rms_norm_backward.fz"),
+    ("cross_entropy", "cross-entropy forward", "cross_entropy_bf16.fz",
+     "cross_entropy.fz"),
+    ("cross_entropy_backward", "cross-entropy backward",
+     "cross_entropy_backward_bf16.fz", "cross_entropy_backward.fz"),
 )
 
 
@@ -414,10 +481,11 @@ def plan_kinds(log):
     return " + ".join(re.findall(r"^plan @\S+ (\S+) kernel=", log, re.M)) or None
 
 
-def check_backward_math():
+def check_math():
     """The backward math the long rows time and the fusions compute,
-    against autograd through the forward, in f64 on [64, 1000]: a list of
-    dicts (check, max_abs_err, ok)."""
+    against autograd through the forward, and cross-entropy's forward
+    against F.cross_entropy, in f64 on [64, 1000]: a list of dicts (check,
+    max_abs_err, ok)."""
     import torch
     gen = torch.Generator(device="cuda").manual_seed(0)
 
@@ -438,6 +506,27 @@ def check_backward_math():
     dx, dw = rms_norm_backward(g, x.detach(), rstd.detach(), w.detach())
     got += [("RMS norm backward dx (eager, compile, the fusions)", dx, want_dx),
             ("RMS norm backward dw (eager, compile, the fusions)", dw, want_dw)]
+    # Labels as the fusions make them: any integers, then mod N (PyTorch's
+    # remainder, which fz's mod is), so the check sees the fusions' classes.
+    raw = torch.randint(-5 * n, 5 * n, (m,), device="cuda", generator=gen)
+    label = raw.remainder(n)
+    xd = x.detach().requires_grad_()
+    want = torch.nn.functional.cross_entropy(xd, label, reduction="none")
+    loss, lse = cross_entropy(xd.detach(), label)
+    got.append(("cross-entropy forward: lse - x[label] (the fusions)", loss,
+                want.detach()))
+    gl = r(m)
+    (want,) = torch.autograd.grad(want, xd, gl)
+    lsm = torch.log_softmax(xd.detach(), -1)
+    total_weight = torch.ops.aten.nll_loss_forward(lsm, label, None, 0, -100)[1]
+    eager = torch.ops.aten._log_softmax_backward_data(
+        torch.ops.aten.nll_loss_backward(gl, lsm, label, None, 0, -100, total_weight),
+        lsm, 1, lsm.dtype)
+    got += [("cross-entropy backward: aten.nll_loss_backward + "
+             "_log_softmax_backward_data (eager)", eager, want),
+            ("cross-entropy backward: (exp(x - lse) - onehot) * g from the "
+             "forward's lse (compile, the fusions)",
+             cross_entropy_backward(xd.detach(), label, lse, gl), want)]
     out = []
     for name, a, b in got:
         err = (a - b).abs().max().item()
@@ -455,11 +544,15 @@ def measure(label, fusion, sizes, build, args, iters, fresh_compile, print_plan)
                compile_us=None, iters=iters)
     inputs = None
     try:
-        inputs, fn, row["bytes"] = build()
+        built = build()
+        inputs, fn, row["bytes"] = built[:3]
+        compile_fn = built[3] if len(built) > 3 else fn
+        del built  # holds the inputs too, which the del below must free
         row["eager_us"] = time_torch(fn, inputs, iters)
         if not args.no_compile:
             try:
-                cfn = compile_fresh(fn) if fresh_compile else torch.compile(fn)
+                cfn = (compile_fresh(compile_fn) if fresh_compile
+                       else torch.compile(compile_fn))
                 row["compile_us"] = time_torch(cfn, inputs, iters)
             except Exception as e:  # report, don't hide
                 print(f"# torch.compile failed on {label}: {e}", file=sys.stderr)
@@ -696,14 +789,22 @@ def failures(rows):
 def long_rows_section(data, out_dir, charts):
     rows = long_rows(data)
     lines = ["## Long rows", "",
-             "Softmax and RMS norm, forward and backward, on rows of %s "
-             "elements. Each bf16 tensor holds 2^28 elements and each f32 "
-             "tensor 2^27 (512 MiB either way), so within each group of five "
-             "only the row length changes. eager and torch.compile run "
-             "PyTorch's ops (softmax, aten._softmax_backward_data, RMS norm "
-             "written out in f32 as under autocast, its backward from the "
-             "saved rstd); torch.compile compiles each size from a clean "
-             "state, for static shapes. \"fz kernels\" is the plan of each "
+             "Softmax, RMS norm and cross-entropy, forward and backward, on "
+             "rows of %s elements. Each bf16 tensor holds 2^28 elements and "
+             "each f32 tensor 2^27 (512 MiB either way), so within each "
+             "group of five only the row length changes. eager and "
+             "torch.compile run PyTorch's ops (softmax, "
+             "aten._softmax_backward_data, RMS norm written out in f32 as "
+             "under autocast, its backward from the saved rstd, "
+             "F.cross_entropy(x.float(), labels, reduction='none') as under "
+             "autocast, f32 loss). Cross-entropy backward: eager runs what "
+             "autograd runs from the f32 log-softmax it saved "
+             "(aten.nll_loss_backward, aten._log_softmax_backward_data, dx "
+             "cast back to x's dtype); torch.compile compiles the fusions' "
+             "formula, (exp(x - lse) - onehot(label)) * g, from the lse "
+             "fz's forward saves (one float a row). torch.compile compiles "
+             "each size from a clean state, for static shapes. "
+             "\"fz kernels\" is the plan of each "
              "kernel fuse-run launched: one kernel holds whole rows in one "
              "pass; several mean the executor split the fusion into "
              "segments, with intermediates in memory. Medians of %s timed "
@@ -719,10 +820,11 @@ def long_rows_section(data, out_dir, charts):
     lines.append("")
     lines += failures(rows)
     if data.get("checks"):
-        lines += ["The backward math (the fusions' and the PyTorch functions "
-                  "timed here) against autograd through the forward, in f64 "
-                  "on [64, 1000] (fz's kernels are checked against fz's "
-                  "interpreter by the gpu ctests, not here):", ""]
+        lines += ["The math of the fusions and of the PyTorch functions "
+                  "timed here, against autograd through the forward (the "
+                  "backwards) and F.cross_entropy (cross-entropy forward), "
+                  "in f64 on [64, 1000] (fz's kernels are checked against "
+                  "fz's interpreter by the gpu ctests, not here):", ""]
         lines += ["- %s: max abs error %.3g, %s" % (
             c["check"], c["max_abs_err"], "ok" if c["ok"] else "MISMATCH")
             if c.get("max_abs_err") is not None else
@@ -957,7 +1059,8 @@ def main():
                     help="comma-separated: run the workloads whose name, or "
                          "group and name, contains one (groups: main, "
                          "long_rows; 'long_rows RMS' is the RMS norm rows of "
-                         "long_rows); with --sweep-only, the sweep families "
+                         "long_rows, 'long_rows cross-entropy' its "
+                         "cross-entropy rows); with --sweep-only, the sweep families "
                          "by key (pointwise, inner, outer, persistent, "
                          "inner_outer, transpose). Without it: the main group")
     ap.add_argument("--iters", type=int, default=50, help="timed runs per measurement")
@@ -1023,9 +1126,9 @@ def main():
 
     if any(group == "long_rows" for group, _, _ in rows):
         try:
-            data["checks"] = check_backward_math()
+            data["checks"] = check_math()
         except Exception as e:  # report, don't hide
-            data["checks"] = [dict(check="backward math", error=str(e))]
+            data["checks"] = [dict(check="long-row math", error=str(e))]
         for c in data["checks"]:
             print("# check: %s" % c, file=sys.stderr)
     started = time.time()

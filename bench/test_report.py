@@ -3,7 +3,8 @@
 from a saved report's results.json as that report has it, and the long
 rows and the size sweep from saved numbers, merged from two runs (a row
 measured twice as the later run has it, fz's failures listed with their
-error lines). Exits 1 on the first difference."""
+error lines, every kind's fusions named, cross-entropy's rows and checks
+among them). Exits 1 on the first difference."""
 import json
 import os
 import subprocess
@@ -58,8 +59,13 @@ def main():
                   dict(long_row, m=65536, n=4096, fz_plan="inner-persistent")),
             point("softmax forward bf16 1024x262144", 1 << 30, None,
                   dict(long_row, m=1024, n=262144,
-                       fz_error="fuse-run: no scheduler takes it"))],
-            checks=[dict(check="softmax backward", max_abs_err=1e-16, ok=True)])
+                       fz_error="fuse-run: no scheduler takes it")),
+            point("cross-entropy backward f32 32768x4096", 1 << 30, 280.0,
+                  dict(group="long_rows", kind="cross-entropy backward",
+                       dtype="f32", m=32768, n=4096, fz_plan="pointwise"))],
+            checks=[dict(check="softmax backward", max_abs_err=1e-16, ok=True),
+                    dict(check="cross-entropy forward", max_abs_err=2e-15,
+                         ok=True)])
         second = dict(device="GPU", copy_gbs=4100.0, iters=30, results=[
             point("softmax forward bf16 65536x4096", 1 << 30, 250.0,
                   dict(long_row, m=65536, n=4096, fz_plan="inner-persistent"))],
@@ -83,6 +89,16 @@ def main():
               "takes it`" in got, "fz's error line listed")
         check(got.count("softmax backward: max abs error") == 1,
               "a check made by both runs, once")
+        for kind, stem in (("cross-entropy forward", "cross_entropy"),
+                           ("cross-entropy backward", "cross_entropy_backward")):
+            check("| %s | bench/fusions/%s_bf16.fz | bench/fusions/%s.fz |"
+                  % (kind, stem, stem) in got, "%s's fusions named" % kind)
+        rows = [l for l in table(got) if "cross-entropy backward f32" in l]
+        check(len(rows) == 1 and "| 280.0 |" in rows[0]
+              and rows[0].endswith("| pointwise |"),
+              "a cross-entropy row with its time and kernel: %s" % rows)
+        check("- cross-entropy forward: max abs error 2e-15, ok" in got,
+              "cross-entropy's check listed")
         check("## Size sweep" in got and "### inner reduction" in got,
               "the sweep's section and its family's table")
         check(sum(l.startswith("| [") for l in table(got)) == 2,
