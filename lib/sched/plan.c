@@ -86,9 +86,10 @@ bool fz_plan_prefetch_pieces_fit(const fz_plan *p) {
   return pieces_fit(p, fz_plan_prefetched);
 }
 
-/* Dynamic shared memory: a prefetching plan's two buffers, each with
- * every prefetched access's groups for every thread; a held_shared plan's
- * held rows, each with every held access's groups for every thread. */
+/* Dynamic shared memory: a prefetching plan's two buffers (one with
+ * prefetch_single), each with every prefetched access's groups for every
+ * thread; a held_shared plan's held rows, each with every held access's
+ * groups for every thread. */
 size_t fz_plan_shared_bytes(const fz_plan *p) {
   size_t one = 0, held = 0;
   for (int a = 0; a < p->num_accesses; a++) {
@@ -100,8 +101,9 @@ size_t fz_plan_shared_bytes(const fz_plan *p) {
       held += (size_t)p->unroll * groups;
   }
   /* the column exchange overlays the prefetch buffers */
+  size_t buffers = (p->prefetch_single ? 1 : 2) * one;
   size_t exchange = fz_plan_column_exchange_bytes(p);
-  return (exchange > 2 * one ? exchange : 2 * one) + held;
+  return (exchange > buffers ? exchange : buffers) + held;
 }
 
 size_t fz_tile_element_bytes(fz_dtype d) {
@@ -465,6 +467,12 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
   }
 }
 
+/* How a plan prefetches: two buffers print as they did before there
+ * was a choice. */
+static const char *prefetch_text(const fz_plan *p) {
+  return !p->prefetch ? "" : p->prefetch_single ? " prefetch=1" : " prefetch";
+}
+
 /* A field added here goes into plan_id.c's fz_plan_identify too, in the
  * same place (test_plan_id compares the two). */
 const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
@@ -485,8 +493,7 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       fz_buf_printf(&b, "block=%dx%d", p->block_x, p->block_y);
     fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s reduced=",
                   p->split > 1 ? "grid" : "none", p->persistent, p->phases,
-                  p->cooperative ? " coop" : "",
-                  p->prefetch ? " prefetch" : "");
+                  p->cooperative ? " coop" : "", prefetch_text(p));
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
     if (fz_plan_is_persistent(p)) {
@@ -555,7 +562,7 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   "persistent=%d phases=%d%s%s",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
                   p->phases, p->cooperative ? " cooperative" : "",
-                  p->prefetch ? " prefetch" : "");
+                  prefetch_text(p));
     /* a size class: groups from persistent_full on are masked */
     if (p->persistent_full != p->persistent - 1 && !p->multipass)
       fz_buf_printf(b, " masked-from=%d", p->persistent_full);

@@ -270,6 +270,12 @@ typedef struct fz_plan {
    * row's loads; row-constant inputs (mean, rstd) are loaded a row ahead
    * into registers. Dynamic shared memory: fz_plan_shared_bytes. */
   bool prefetch;
+  /* A prefetching cluster plan (sm_90) whose two buffers would not fit
+   * the blocks an SM keeps: one buffer, which each thread refills with
+   * its share of the next row once the current row's share has left it
+   * for registers (lib/lower/persistent_prefetch.c says when), and waits
+   * for at the next row's start. Meaningless without prefetch. */
+  bool prefetch_single;
   /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
    * order of the nodes that first read them, and their bound values:
    * kernel parameters like the extents (fz_plan_symbol_param gives a

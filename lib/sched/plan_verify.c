@@ -587,6 +587,12 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
   if (p->held_shared && !persistent)
     return bad(err, "rows held in shared memory on a plan that is not "
                     "persistent");
+  /* the lowering refills one buffer within a cluster plan's row loop
+   * only (persistent_prefetch.c); an inner-outer plan's column exchange
+   * overlays its buffers */
+  if (p->prefetch_single && (!p->prefetch || !p->cluster))
+    return bad(err, "a single prefetch buffer on a plan that %s",
+               !p->prefetch ? "does not prefetch" : "is not a cluster plan");
   if (p->column_cluster && (st = verify_column_cluster(p, err)))
     return st;
   if (persistent && (st = verify_persistent(p, err)))
