@@ -44,7 +44,10 @@
  * block_x + tx and step by cluster * block_x, clusters walk the rows
  * (clusterid, nclusterid), each row reduction adds an exchange across
  * the cluster after the block's combine (persistent_cluster.c), and a
- * row-space store is made by the first block only.
+ * row-space store is made by the first block only. With one prefetch
+ * buffer (plan->prefetch_single) the next row's copies go out in round
+ * 0, between the block's combine and the cluster's exchange
+ * (persistent_prefetch.c says why there).
  *
  * An OUTER plan (batch norm: body_held) has no row reductions and no row
  * loop: each thread loads its `held` rows once, then runs every round of
@@ -777,6 +780,15 @@ static bool row_combine(pers *s, int round, const fz_reduce_set *rs,
   }
   if (!fz_emit_row_combine(k, rs, &lay, &bs, vals))
     return false;
+  /* a single prefetch buffer is refilled after the row's first block
+   * barrier (persistent_prefetch.c says why): the combine's, with more
+   * than one warp a row */
+  if (s->pf_next) {
+    if (lay.warps_per_row == 1)
+      fz_emit_barrier(e);
+    if (!fz_pers_prefetch_refill(s))
+      return false;
+  }
   if (p->cluster && !fz_pers_cluster_combine(s, rs, vals))
     return false;
   for (int r = 0; r < rs->count; r++) {
@@ -1041,11 +1053,17 @@ static bool body(pers *s) {
                 LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, ""), "tile");
   LLVMValueRef live;
   row_start(s, tile_row(s, &w, tile, &live));
+  bool single = p->prefetch && p->prefetch_single;
   if (p->prefetch) {
     LLVMValueRef next = LLVMBuildAdd(b, tile, w.nctaid, "tile.next");
-    if (!fz_pers_prefetch_next(
-            s, clamped_row(s, &w, next),
-            LLVMBuildICmp(b, LLVMIntULT, next, w.tiles, "")))
+    LLVMValueRef row = clamped_row(s, &w, next);
+    LLVMValueRef more = LLVMBuildICmp(b, LLVMIntULT, next, w.tiles, "");
+    if (single) { /* the copies go out within the row (row_combine) */
+      s->pf_next = row;
+      s->pf_more = more;
+    }
+    if (!(single ? fz_pers_prefetch_wait(s)
+                 : fz_pers_prefetch_next(s, row, more)))
       return false;
   }
   if (!row_loads(s))
@@ -1053,10 +1071,16 @@ static bool body(pers *s) {
   for (int r = 0; r <= p->phases; r++)
     if (!row_round(s, r, live))
       return false;
+  /* a row without a row reduction gave no barrier to refill after */
+  if (s->pf_next) {
+    fz_emit_barrier(e);
+    if (!fz_pers_prefetch_refill(s))
+      return false;
+  }
   /* the next tile's first round writes the half this tile's last read */
   if (walk && s->row_scratch && (p->phases & 1))
     fz_emit_barrier(e);
-  if (p->prefetch)
+  if (p->prefetch && !single)
     fz_pers_prefetch_end(s);
   if (walk)
     fz_emit_loop_end(e, &tl, w.nctaid);

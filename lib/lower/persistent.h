@@ -99,6 +99,10 @@ typedef struct pers {
    * alloca carrying a row-constant load one row ahead (or NULL). */
   LLVMValueRef pf_smem, pf_parity;
   LLVMValueRef *pf_rowval;
+  /* plan->prefetch_single: the next row (clamped) and whether there is
+   * one (i1), from the row's start until its copies are issued (NULL
+   * before and after) */
+  LLVMValueRef pf_next, pf_more;
   /* the threads along a row and this thread's place among them: block_x
    * and tx, or in a cluster plan (persistent_cluster.c) cluster * block_x
    * and rank * block_x + tx */
@@ -176,6 +180,15 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any);
 bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more);
 bool fz_pers_prefetch_load(pers *s, int i, int g);
 void fz_pers_prefetch_end(pers *s);
+/* With one buffer (plan->prefetch_single), instead of
+ * fz_pers_prefetch_next and _end: after row_start, the current row's
+ * row-constant values and the wait for its copies
+ * (fz_pers_prefetch_wait); after a block barrier that follows the row's
+ * loads, the copies of row s->pf_next into the same buffer if s->pf_more,
+ * and its row-constant loads (fz_pers_prefetch_refill, which clears
+ * pf_next and pf_more). */
+bool fz_pers_prefetch_wait(pers *s);
+bool fz_pers_prefetch_refill(pers *s);
 
 /* ---- persistent_held.c --------------------------------------------------- */
 

@@ -20,6 +20,30 @@
  * Layout: buffer (0/1) -> prefetched access (plan order) -> group -> the
  * block's threads -> this thread's V lanes (V * element size bytes). With
  * 16-byte pieces a warp's reads and copies cover whole bank rows.
+ *
+ * One buffer (plan->prefetch_single, cluster plans whose two buffers do
+ * not fit an SM): a thread's slots hold the current row until the row's
+ * loads (persistent.c: row_loads, every group of every prefetched input
+ * at once, before any arithmetic; a node is evaluated once a row, so
+ * nothing reads the slots later) have read them into registers, which
+ * then carry the row to its end; from there on the slots are free for
+ * the next row. The copies must not overtake those reads (a write after
+ * a read of the same address by the same thread), and PTX promises no
+ * order between a cp.async, whose write is asynchronous, and an earlier
+ * ld.shared but through synchronization. That the loaded values were
+ * used by arithmetic before the copies is not enough for any plan: LLVM
+ * or ptxas may schedule the copies above that arithmetic, or fold the
+ * arithmetic away. A block barrier is enough for every plan: bar.sync
+ * completes the memory accesses each thread requested before it, so the
+ * reads are done before any copy issued after it (and LLVM moves no
+ * load across it). The row's first block barrier after its loads is the
+ * one in round 0's block combine (combine.c, with a row of several
+ * warps, as every cluster plan's is), so the copies are issued right
+ * after it (fz_pers_prefetch_refill, from persistent.c's row_combine)
+ * and overlap the cluster exchange that follows, the later rounds and
+ * the stores; a kernel without that barrier gets one of its own. The
+ * next row starts with cp.async.wait_group 0: the thread's copies, all
+ * of that row, landed and are visible to it.
  */
 #include "persistent.h"
 
@@ -132,21 +156,29 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any) {
   return load_row_values(s, base);
 }
 
+/* The current row's row-constant values, loaded one row ahead, into
+ * the row table. */
+static void take_row_values(pers *s) {
+  fz_emit *e = &s->k->e;
+  const fz_plan *p = s->p;
+  for (int i = 0; i < p->num_nodes; i++) {
+    if (!is_row_load(s, i))
+      continue;
+    LLVMValueRef v = LLVMBuildLoad2(
+        e->b, fz_emit_reg_type(e, p->nodes[i].dtype), s->pf_rowval[i], "");
+    fz_set_name(v, "row.n%d", i);
+    s->rowt[(size_t)i * (size_t)s->V] = v;
+    s->done[(size_t)s->G * (size_t)p->num_nodes + (size_t)i] = true;
+  }
+}
+
 bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
   /* the current row's row-constant values, then the next row's loads */
-  for (int i = 0; i < p->num_nodes; i++) {
-    if (!is_row_load(s, i))
-      continue;
-    LLVMValueRef v = LLVMBuildLoad2(
-        b, fz_emit_reg_type(e, p->nodes[i].dtype), s->pf_rowval[i], "");
-    fz_set_name(v, "row.n%d", i);
-    s->rowt[(size_t)i * (size_t)s->V] = v;
-    s->done[(size_t)s->G * (size_t)p->num_nodes + (size_t)i] = true;
-  }
+  take_row_values(s);
   LLVMValueRef base[MAX_ACCESSES];
   if (p->num_accesses > MAX_ACCESSES)
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
@@ -162,6 +194,33 @@ bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more) {
   fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
   LLVMValueRef one = fz_emit_i32(e, 1);
   fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
+  return load_row_values(s, base);
+}
+
+bool fz_pers_prefetch_wait(pers *s) {
+  fz_emit *e = &s->k->e;
+  take_row_values(s);
+  /* every copy this thread issued is the current row's */
+  LLVMValueRef zero = fz_emit_i32(e, 0);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &zero, 1);
+  return !e->failed;
+}
+
+bool fz_pers_prefetch_refill(pers *s) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  const fz_plan *p = s->p;
+  LLVMValueRef base[MAX_ACCESSES];
+  if (p->num_accesses > MAX_ACCESSES)
+    return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
+  fz_pers_row_bases(s, s->pf_next, base);
+  fz_if more_rows;
+  fz_if_begin(e, &more_rows, s->pf_more, "pf.next");
+  if (!copy_row(s, base, fz_emit_i32(e, 0)))
+    return false;
+  fz_if_end(e, &more_rows);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+  s->pf_next = s->pf_more = NULL; /* once a row */
   return load_row_values(s, base);
 }
 

@@ -31,9 +31,14 @@
  * every block an SM keeps, the grid is instead one wave of resident
  * clusters, each walking rows with the next row's copies in flight
  * while it reduces the current one (the executor trims the grid to the
- * clusters the device keeps resident). FZ_CLUSTER_PREFETCH=0 in the
- * environment keeps the waves of clusters without prefetch, the launch
- * to compare with.
+ * clusters the device keeps resident). Where two buffers fit no
+ * cluster but one does (f32 rows of 128K and 256K: 64 KiB of row share a
+ * block of 512 threads, two blocks an SM; 128 KiB for 1024 threads, one),
+ * the plan prefetches into a single buffer (prefetch_single), refilled
+ * once the row's values have left it for registers: the copies then
+ * overlap the row's reductions after the first block combine and its
+ * stores, not its loads. FZ_CLUSTER_PREFETCH=0 in the environment keeps
+ * the waves of clusters without prefetch, the launch to compare with.
  */
 #include "sched/persistent_cluster.h"
 
@@ -106,25 +111,33 @@ int fz_persistent_row_tensors(const fz_plan *p) {
   return held ? held : 1;
 }
 
-/* Whether the plan (its launch set) prefetches: rows left for a second
- * wave of `resident` clusters, and room for the buffers of `per_sm`
- * blocks an SM. */
+/* Whether the plan (its launch set) prefetches into two buffers, or
+ * one (`single`): rows left for a second wave of `resident` clusters,
+ * and room for the buffers of `per_sm` blocks an SM. One buffer is
+ * refilled within the row after its first row reduction's block combine
+ * (persistent_prefetch.c): without a row reduction the copies would
+ * overlap nothing. */
 static bool cluster_prefetch(const fz_problem *pb, fz_plan *p, int per_sm,
-                             int64_t rows, int64_t resident) {
+                             int64_t rows, int64_t resident, bool single) {
   const char *off = getenv("FZ_CLUSTER_PREFETCH");
   p->prefetch = false;
-  if ((off && strcmp(off, "0") == 0) || pb->device.sm < 80 || rows <= resident)
+  p->prefetch_single = false;
+  if ((off && strcmp(off, "0") == 0) || pb->device.sm < 80 ||
+      rows <= resident || (single && p->phases < 1))
     return false;
   p->prefetch = true; /* what fz_plan_prefetched asks */
+  p->prefetch_single = single;
   size_t block = fz_plan_shared_bytes(p) + FZ_CLUSTER_SHARED_EXTRA;
   p->prefetch = fz_plan_prefetch_pieces_fit(p) &&
                 (size_t)per_sm * block <= (size_t)pb->device.max_shared_per_block;
+  p->prefetch_single = single && p->prefetch;
   return p->prefetch;
 }
 
-/* Sets the plan's launch for shape `sh`; true when it prefetches. */
+/* Sets the plan's launch for shape `sh`, prefetching into two buffers or
+ * one (`single`) where they fit; true when it prefetches. */
 static bool launch(const fz_problem *pb, fz_plan *p,
-                   const fz_cluster_shape *sh) {
+                   const fz_cluster_shape *sh, bool single) {
   int64_t rows = fz_plan_rows(p);
   int per_sm = sh->block_x <= 512 ? 2 : 1;
   int64_t resident = (int64_t)pb->device.num_sms / sh->cluster * per_sm;
@@ -139,7 +152,7 @@ static bool launch(const fz_problem *pb, fz_plan *p,
   p->split = 1;
   p->cluster = sh->cluster;
   p->cooperative = false;
-  bool prefetch = cluster_prefetch(pb, p, per_sm, rows, resident);
+  bool prefetch = cluster_prefetch(pb, p, per_sm, rows, resident, single);
   int64_t cap = prefetch ? resident : resident * FZ_CLUSTER_WAVES;
   int64_t clusters = rows < cap ? rows : cap;
   p->grid_x = clusters * sh->cluster;
@@ -154,21 +167,29 @@ bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
   if (pb->device.sm < 90 || p->kind != FZ_PLAN_INNER_PERSISTENT ||
       !fz_cluster_shape_choose(groups, p->vector, held, &sh))
     return false;
-  /* the smallest cluster, unless a larger one's smaller row shares let
-   * the prefetch buffers fit where its do not (f32 rows of 64K: 4 blocks
-   * of 512 threads would take 128 KiB of buffers each, two an SM; 8
-   * blocks take 64 KiB) */
-  if (!launch(pb, p, &sh)) {
-    fz_cluster_shape larger;
-    for (int c = sh.cluster * 2; c <= FZ_PLAN_MAX_CLUSTER; c *= 2)
-      if (shape_from(groups, p->vector, held, c, &larger) &&
-          launch(pb, p, &larger)) {
-        sh = larger;
-        break;
+  /* Two buffers at the smallest cluster, else at a larger one whose
+   * smaller row shares let them fit (f32 rows of 64K: 4 blocks of 512
+   * threads would take 128 KiB of buffers each, two an SM; 8 blocks take
+   * 64 KiB); then one buffer, at the smallest cluster, else a larger one;
+   * otherwise the smallest cluster without prefetch. Two buffers first,
+   * even at a larger cluster: their copies are in flight through the
+   * whole row, loads included, where one buffer's start only after the
+   * row's first block combine; a larger cluster costs little by
+   * comparison (the same threads a row, a cluster exchange of a few more
+   * partials). */
+  bool found = false;
+  for (int single = 0; single <= 1 && !found; single++) {
+    for (int c = sh.cluster; c <= FZ_PLAN_MAX_CLUSTER && !found; c *= 2) {
+      fz_cluster_shape at = sh;
+      if ((c == sh.cluster || shape_from(groups, p->vector, held, c, &at)) &&
+          launch(pb, p, &at, single)) {
+        sh = at;
+        found = true;
       }
-    if (!p->prefetch)
-      launch(pb, p, &sh);
+    }
   }
+  if (!found)
+    launch(pb, p, &sh, false);
   int64_t rows = fz_plan_rows(p);
   int64_t bound = rows + p->grid_x + fz_plan_row_points(p) +
                   (int64_t)sh.cluster * sh.block_x * p->vector;

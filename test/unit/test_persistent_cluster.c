@@ -1,8 +1,9 @@
 /* test_persistent_cluster.c - the cluster-persistent schedule of rows that
  * outgrow one SM (lib/sched/persistent_cluster.c): which rows take a
  * cluster and of what shape, that sm_80 keeps the one-block plans, that
- * the plans verify and their keys name the cluster, and that
- * fz_plan_verify refuses a cluster where the lowering has none. */
+ * the plans verify and their keys name the cluster, that
+ * fz_plan_verify refuses a cluster where the lowering has none, and
+ * which plans prefetch the next row, into two buffers or one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,7 +89,10 @@ END_TEST
 
 START_TEST(softmax_plans) {
   scheduled s;
+  /* without prefetch (below, the plans that prefetch) */
+  setenv("FZ_CLUSTER_PREFETCH", "0", 1);
   fz_plan *p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  unsetenv("FZ_CLUSTER_PREFETCH");
   ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
   ck_assert_int_eq(p->cluster, 8);
   ck_assert_int_eq(p->block_x, 512);
@@ -241,7 +245,8 @@ START_TEST(prefetch_when_clusters_walk_rows) {
   ck_assert_uint_eq(fz_plan_shared_bytes(p), 2 * 4 * 1024 * 16);
   fz_error err = {0};
   ck_assert_int_eq(fz_plan_verify(p, &err), FZ_OK);
-  ck_assert_ptr_nonnull(strstr(fz_plan_key(p, s.arena), "prefetch"));
+  ck_assert_ptr_nonnull(strstr(fz_plan_key(p, s.arena), " prefetch reduced="));
+  ck_assert(!p->prefetch_single);
   p->accesses[0].vector = 1;
   expect_refused(p, "whole 4-, 8- or 16-byte cp.async pieces");
   scheduled_free(&s);
@@ -258,16 +263,86 @@ START_TEST(prefetch_when_clusters_walk_rows) {
   ck_assert_int_eq(p->grid_x, 16 * 8);
   scheduled_free(&s);
 
-  /* f32 128K: two blocks' buffers (128 KiB each) do not fit an SM */
-  p = schedule(&s, SOFTMAX, "M=1024,N=131072");
-  ck_assert(!p->prefetch);
-  scheduled_free(&s);
-
   setenv("FZ_CLUSTER_PREFETCH", "0", 1);
   p = schedule(&s, SOFTMAX_BF16, "M=4096,N=65536");
   unsetenv("FZ_CLUSTER_PREFETCH");
   ck_assert(!p->prefetch);
   ck_assert_int_eq(p->grid_x, 8 * (132 / 4 * 2) * 4);
+  scheduled_free(&s);
+}
+END_TEST
+
+/* Where two buffers fit no cluster but one does (f32 rows of 128K and
+ * 256K), one buffer: still one wave of resident clusters, one buffer's
+ * shared memory, `prefetch=1` in the key and the launch line (another
+ * kernel than the double-buffered one), and the plan verifies; two
+ * buffers win wherever they fit, even at a larger cluster (f32 64K); a
+ * single buffer anywhere but a prefetching cluster plan is refused;
+ * FZ_CLUSTER_PREFETCH=0 turns both off. */
+START_TEST(single_buffer_where_two_do_not_fit) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  ck_assert_int_eq(p->cluster, 8);
+  ck_assert_int_eq(p->block_x, 512);
+  ck_assert(p->prefetch && p->prefetch_single);
+  /* two 512-thread blocks an SM: 132 / 8 * 2 = 32 clusters */
+  ck_assert_int_eq(p->grid_x, 32 * 8);
+  /* one buffer of 8 groups of 16 bytes a thread: 64 KiB */
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), 8 * 512 * 16);
+  fz_error err = {0};
+  ck_assert_int_eq(fz_plan_verify(p, &err), FZ_OK);
+  const char *key = fz_plan_key(p, s.arena);
+  ck_assert_ptr_nonnull(strstr(key, " prefetch=1 reduced="));
+  fz_buf text = {0};
+  fz_plan_print(p, &text);
+  ck_assert_ptr_nonnull(strstr(text.data, " phases=2 prefetch=1 cluster=8\n"));
+  free(text.data);
+  /* the same plan with two buffers: another key */
+  p->prefetch_single = false;
+  ck_assert_str_ne(fz_plan_key(p, s.arena), key);
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), 2 * 8 * 512 * 16);
+  p->prefetch_single = true;
+  /* refused without prefetch, and on a plan without a cluster */
+  fz_plan saved = *p;
+  p->prefetch = false;
+  expect_refused(p, "single prefetch buffer on a plan that does not prefetch");
+  *p = saved;
+  p->cluster = 0;
+  p->grid_x = 1024;
+  p->blocks = p->grid_x;
+  p->block_x = p->threads = 1024;
+  p->persistent = 32;
+  p->persistent_full = 31;
+  expect_refused(p, "single prefetch buffer on a plan that is not a cluster");
+  scheduled_free(&s);
+
+  /* 256K: one 1024-thread block an SM, 16 clusters, 128 KiB */
+  p = schedule(&s, SOFTMAX, "M=512,N=262144");
+  ck_assert(p->prefetch && p->prefetch_single);
+  ck_assert_int_eq(p->block_x, 1024);
+  ck_assert_int_eq(p->grid_x, 16 * 8);
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), 8 * 1024 * 16);
+  ck_assert_int_eq(fz_plan_verify(p, &err), FZ_OK);
+  scheduled_free(&s);
+
+  /* 64K: two buffers in clusters of 8 (blocks of 256 threads, 32 KiB a
+   * buffer) rather than one in clusters of 4 */
+  p = schedule(&s, SOFTMAX, "M=2048,N=65536");
+  ck_assert(p->prefetch && !p->prefetch_single);
+  ck_assert_int_eq(p->cluster, 8);
+  scheduled_free(&s);
+
+  /* no second wave of rows: nothing to prefetch, one buffer or two */
+  p = schedule(&s, SOFTMAX, "M=32,N=131072");
+  ck_assert(!p->prefetch && !p->prefetch_single);
+  ck_assert_int_eq(p->grid_x, 32 * 8);
+  scheduled_free(&s);
+
+  setenv("FZ_CLUSTER_PREFETCH", "0", 1);
+  p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  unsetenv("FZ_CLUSTER_PREFETCH");
+  ck_assert(!p->prefetch && !p->prefetch_single);
+  ck_assert_int_eq(p->grid_x, 8 * 32 * 8);
   scheduled_free(&s);
 }
 END_TEST
@@ -282,6 +357,7 @@ static Suite *make(void) {
   tcase_add_test(c, no_clusters_before_sm90);
   tcase_add_test(c, verify_refuses_bad_clusters);
   tcase_add_test(c, prefetch_when_clusters_walk_rows);
+  tcase_add_test(c, single_buffer_where_two_do_not_fit);
   suite_add_tcase(s, c);
   return s;
 }

@@ -6,7 +6,9 @@
  *    changes the id (and the text: each change below is checked to be
  *    one the text key sees, on at least one of the plans); a parameter
  *    (extents, strides other than the innermost, offsets, grid, symbol
- *    values, gather strides and extents) changes neither;
+ *    values, gather strides and extents), or a field that means nothing
+ *    in its plan (a single prefetch buffer without prefetch), changes
+ *    neither;
  *  - over the plans of every fusion in test/gpu and bench/fusions at a
  *    few sizes and of 300 random fusions, ids are equal exactly when the
  *    texts are.
@@ -110,6 +112,17 @@ static const char *const bases[] = {
     "  %y = permute %x perm(1, 0) : f32[N, M]\n"
     "  return %y\n"
     "}\n",
+    /* a cluster plan prefetching into one buffer (f32 rows of 128K) */
+    "fusion @sm(%x: f32[M, N]) {\n"
+    "  %m = amax %x dims(1) keepdim : f32[M, b1]\n"
+    "  %me = expand %m : f32[M, b1->N]\n"
+    "  %d = sub %x, %me : f32[M, N]\n"
+    "  %e = exp %d : f32[M, N]\n"
+    "  %s = sum %e dims(1) keepdim : f32[M, b1]\n"
+    "  %se = expand %s : f32[M, b1->N]\n"
+    "  %y = div %e, %se : f32[M, N]\n"
+    "  return %y\n"
+    "}\n",
 };
 
 /* A copy of p whose accesses, nodes and tiles can be changed alone. */
@@ -171,6 +184,20 @@ MUT(persistent, p->persistent += 1)
 MUT(phases, p->phases += 1)
 MUT(cooperative, p->cooperative = !p->cooperative)
 MUT(prefetch, p->prefetch = !p->prefetch)
+/* one buffer or two, on a plan that prefetches; without prefetch the
+ * field means nothing, and neither key shows it */
+static bool prefetch_single(fz_plan *p) {
+  if (!p->prefetch)
+    return false;
+  p->prefetch_single = !p->prefetch_single;
+  return true;
+}
+static bool single_unused(fz_plan *p) {
+  if (p->prefetch)
+    return false;
+  p->prefetch_single = !p->prefetch_single;
+  return true;
+}
 MUT(reduced, p->reduced[0] = !p->reduced[0])
 MUT(row_axes, p->row_axes[0] = !p->row_axes[0])
 MUT(persistent_full, p->persistent_full += 1)
@@ -352,7 +379,8 @@ static const case_ cases[] = {
     STRUCTURAL(block_x),       STRUCTURAL(block_y),
     STRUCTURAL(split),         STRUCTURAL(persistent),
     STRUCTURAL(phases),        STRUCTURAL(cooperative),
-    STRUCTURAL(prefetch),      STRUCTURAL(reduced),
+    STRUCTURAL(prefetch),      STRUCTURAL(prefetch_single),
+    STRUCTURAL(reduced),
     STRUCTURAL(row_axes),      STRUCTURAL(persistent_full),
     STRUCTURAL(cluster),       STRUCTURAL(column_slices),
     STRUCTURAL(multipass),     STRUCTURAL(held_shared),
@@ -375,12 +403,13 @@ static const case_ cases[] = {
     PARAMETER(offset),         PARAMETER(grid),
     PARAMETER(resident),       PARAMETER(symbol_value),
     PARAMETER(gather_sizes),   PARAMETER(dynamic_threads),
+    PARAMETER(single_unused),
 };
 enum { NUM_CASES = sizeof cases / sizeof cases[0] };
 
 /* The sizes each base is scheduled at: a dynamic-block class for @ln. */
 static const int64_t base_symbols[][2] = {
-    {1000, 3000}, {1000, 700}, {500, 0}, {300, 200}};
+    {1000, 3000}, {1000, 700}, {500, 0}, {300, 200}, {1024, 131072}};
 
 START_TEST(each_field_changes_the_id) {
   int changed_text[NUM_CASES] = {0}, applied[NUM_CASES] = {0};

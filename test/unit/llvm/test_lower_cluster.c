@@ -2,7 +2,8 @@
  * (lib/lower/persistent_cluster.c): it reads the cluster's shape and its
  * rank, exchanges row partials through distributed shared memory between
  * two cluster barriers, ends with one more, and compiles for sm_90 only
- * (lib/nvptx refuses an older target instead of letting LLVM abort). */
+ * (lib/nvptx refuses an older target instead of letting LLVM abort); a
+ * single prefetch buffer is refilled only after the row's reads. */
 #include <stdlib.h>
 
 #include "lower_util.h"
@@ -73,12 +74,98 @@ START_TEST(one_block_kernel_has_no_cluster) {
 }
 END_TEST
 
+static const char *SOFTMAX =
+    "fusion @softmax(%x: f32[M, N]) {\n"
+    "  %m = amax %x dims(1) keepdim : f32[M, b1]\n"
+    "  %me = expand %m : f32[M, b1->N]\n"
+    "  %d = sub %x, %me : f32[M, N]\n"
+    "  %e = exp %d : f32[M, N]\n"
+    "  %s = sum %e dims(1) keepdim : f32[M, b1]\n"
+    "  %se = expand %s : f32[M, b1->N]\n"
+    "  %y = div %e, %se : f32[M, N]\n"
+    "  return %y\n"
+    "}\n";
+
+/* text[from, to) of one string; malloc'd */
+static char *span(const char *from, const char *to) {
+  size_t n = (size_t)(to - from);
+  char *s = malloc(n + 1);
+  memcpy(s, from, n);
+  s[n] = '\0';
+  return s;
+}
+
+static const char *find(const char *text, const char *needle) {
+  const char *at = strstr(text, needle);
+  ck_assert_msg(report(at != NULL, text), "no '%s'", needle);
+  return at;
+}
+
+/* One prefetch buffer (f32 rows of 128K): a thread refills its slots
+ * with the next row only after it has read them for the current row and
+ * a block barrier has passed (persistent_prefetch.c), and waits for all
+ * its copies (wait_group 0, never 1) before the next row's reads. In the
+ * lowered IR the copies' block follows the first row combine's barrier
+ * and copies into the buffer it reads (no parity); in the PTX, in the
+ * loop: the wait, the row's 8 reads from shared memory, the max that
+ * consumes them, the shuffles and the barrier of round 0's combine, then
+ * the 8 copies, committed before the cluster exchange. */
+START_TEST(single_buffer_refilled_after_the_reads) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  ck_assert(p->prefetch && p->prefetch_single);
+  ck_assert_int_eq(p->persistent, 8);
+  lowered l = lower_ok(p);
+  ck_assert_count(l.ir, "call void @llvm.nvvm.cp.async.wait.group(i32 0)", 1);
+  ck_assert(!has(l.ir, "cp.async.wait.group(i32 1)"));
+  ck_assert(!has(l.ir, "xor i32 %pf.buf"));
+  ck_assert_has(l.ir, "\npf.next:                                          "
+                      "; preds = %warp.publish.end\n");
+  const char *barrier = find(l.ir, "\nwarp.publish.end:");
+  ck_assert(strstr(barrier, "@llvm.nvvm.barrier0()") <
+            strstr(barrier, "\npf.next:"));
+  const char *wait = find(l.ir, "cp.async.wait.group(i32 0)");
+  char *reads = span(wait, find(wait, "\npf.next:"));
+  ck_assert_count(reads, "load <4 x float>, ptr addrspace(3)", 8);
+  free(reads);
+
+  char *ptx = to_ptx(&l);
+  if (!ptx) { /* no libdevice (for exp): skipped */
+    lowered_free(&l);
+    scheduled_free(&s);
+    return;
+  }
+  ck_assert_count(ptx, "cp.async.wait_group 0;", 1);
+  ck_assert(!has(ptx, "cp.async.wait_group 1"));
+  ck_assert_count(ptx, "cp.async.cg.shared.global", 2 * 8);
+  const char *loop = find(ptx, "cp.async.wait_group 0;");
+  const char *copy = find(loop, "cp.async.cg.shared.global");
+  char *row = span(loop, copy);
+  ck_assert_count(row, "ld.shared.v4.f32", 8);
+  const char *last_read = row;
+  for (const char *r = row; (r = strstr(r, "ld.shared.v4.f32")); r++)
+    last_read = r;
+  ck_assert_has(last_read, "max.NaN.f32");
+  ck_assert_has(find(last_read, "max.NaN.f32"), "shfl.sync.bfly");
+  ck_assert_has(find(last_read, "shfl.sync.bfly"), "bar.sync");
+  free(row);
+  ck_assert(!has(copy, "ld.shared.v4.f32"));
+  ck_assert_count(copy, "cp.async.cg.shared.global", 8);
+  ck_assert_has(find(copy, "cp.async.commit_group"), "barrier.cluster.arrive");
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
+}
+END_TEST
+
 static Suite *make(void) {
   Suite *s = suite_create("lower_cluster");
   TCase *c = tcase_create("cluster");
   tcase_set_timeout(c, 120);
   tcase_add_test(c, cluster_kernel);
   tcase_add_test(c, one_block_kernel_has_no_cluster);
+  tcase_add_test(c, single_buffer_refilled_after_the_reads);
   suite_add_tcase(s, c);
   return s;
 }
