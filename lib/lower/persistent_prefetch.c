@@ -79,6 +79,21 @@ static LLVMValueRef slot(pers *s, int a, int g, LLVMValueRef buf) {
   return LLVMBuildInBoundsGEP2(b, e->t_i8, s->pf_smem, &off, 1, "pf.slot");
 }
 
+/* Whether a single-buffer plan's copy of group g of access a takes its
+ * source as group 0's plus a constant (g times the row's threads times
+ * V elements): a row along one axis, the innermost (the verifier's),
+ * contiguous, and a group inside every row (unmasked). One address a
+ * row rather than one a group: the groups' loop-invariant offsets would
+ * otherwise stay in registers across the row loop, and spill where the
+ * copies go out with the row's values live. (Two buffers copy at the
+ * row's start, with nothing live: left as they were.) */
+static bool group_steps(const pers *s, int a, int g) {
+  const fz_plan *p = s->p;
+  return p->prefetch_single && g > 0 && g < p->persistent_full &&
+         s->nr == 1 && !p->dynamic_block &&
+         p->accesses[a].strides[p->rank - 1] == 1;
+}
+
 /* cp.async of this thread's pieces of every prefetched access for the row
  * whose offset bases are `base`, into buffer `buf`. */
 static bool copy_row(pers *s, const LLVMValueRef *base, LLVMValueRef buf) {
@@ -91,11 +106,21 @@ static bool copy_row(pers *s, const LLVMValueRef *base, LLVMValueRef buf) {
     if (!fz_plan_prefetched(p, a))
       continue;
     fz_dtype d = p->accesses[a].dtype;
+    LLVMTypeRef t = fz_emit_mem_type(e, d);
+    LLVMValueRef first = NULL;
     for (int g = 0; g < s->G; g++) {
-      LLVMValueRef off = LLVMBuildNSWAdd(
-          b, base[a], s->roff[(size_t)g * (size_t)A + (size_t)a], "");
-      LLVMValueRef src = LLVMBuildInBoundsGEP2(b, fz_emit_mem_type(e, d),
-                                               k->access[a].ptr, &off, 1, "");
+      LLVMValueRef src;
+      if (first && group_steps(s, a, g)) {
+        LLVMValueRef step =
+            fz_kernel_idx(k, (int64_t)g * s->row_threads * s->V);
+        src = LLVMBuildInBoundsGEP2(b, t, first, &step, 1, "");
+      } else {
+        LLVMValueRef off = LLVMBuildNSWAdd(
+            b, base[a], s->roff[(size_t)g * (size_t)A + (size_t)a], "");
+        src = LLVMBuildInBoundsGEP2(b, t, k->access[a].ptr, &off, 1, "");
+      }
+      if (g == 0)
+        first = src;
       if (!fz_pers_copy_async(s, slot(s, a, g, buf), src, slot_bytes(s, a)))
         return false;
     }

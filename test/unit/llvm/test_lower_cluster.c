@@ -106,7 +106,8 @@ static const char *find(const char *text, const char *needle) {
  * a block barrier has passed (persistent_prefetch.c), and waits for all
  * its copies (wait_group 0, never 1) before the next row's reads. In the
  * lowered IR the copies' block follows the first row combine's barrier
- * and copies into the buffer it reads (no parity); in the PTX, in the
+ * and copies into the buffer it reads (no parity), its sources steps
+ * from group 0's; in the PTX, in the
  * loop: the wait, the row's 8 reads from shared memory, the max that
  * consumes them, the shuffles and the barrier of round 0's combine, then
  * the 8 copies, committed before the cluster exchange. */
@@ -128,6 +129,16 @@ START_TEST(single_buffer_refilled_after_the_reads) {
   char *reads = span(wait, find(wait, "\npf.next:"));
   ck_assert_count(reads, "load <4 x float>, ptr addrspace(3)", 8);
   free(reads);
+  /* the copies' sources: group 0's address and the masked group's from
+   * the row's offsets, the six between as steps of 8 * 512 * 4 elements
+   * from group 0's (no per-group offset kept across the row loop) */
+  const char *refill = find(l.ir, "\npf.next:");
+  char *next = span(refill, find(refill, "\npf.next.end:"));
+  ck_assert_count(next, "getelementptr inbounds float, ptr addrspace(1) %a0,",
+                  2);
+  ck_assert_has(next, ", i32 16384\n");
+  ck_assert_has(next, ", i32 98304\n");
+  free(next);
 
   char *ptx = to_ptx(&l);
   if (!ptx) { /* no libdevice (for exp): skipped */
