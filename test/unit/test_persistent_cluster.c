@@ -9,18 +9,9 @@
 
 #include "llvm/schedule_util.h"
 #include "sched/persistent_cluster.h"
+#include "test_fusions.h"
 
-static const char *SOFTMAX =
-    "fusion @softmax(%x: f32[M, N]) {\n"
-    "  %m = amax %x dims(1) keepdim : f32[M, b1]\n"
-    "  %me = expand %m : f32[M, b1->N]\n"
-    "  %d = sub %x, %me : f32[M, N]\n"
-    "  %e = exp %d : f32[M, N]\n"
-    "  %s = sum %e dims(1) keepdim : f32[M, b1]\n"
-    "  %se = expand %s : f32[M, b1->N]\n"
-    "  %y = div %e, %se : f32[M, N]\n"
-    "  return %y\n"
-    "}\n";
+static const char *SOFTMAX = FZ_TEST_SOFTMAX("softmax", "f32");
 
 static const char *RMS_NORM_BF16 =
     "fusion @rms(%x: bf16[M, N], %w: bf16[N]) {\n"
@@ -216,17 +207,7 @@ START_TEST(verify_refuses_bad_clusters) {
 }
 END_TEST
 
-static const char *SOFTMAX_BF16 =
-    "fusion @softmax(%x: bf16[M, N]) {\n"
-    "  %m = amax %x dims(1) keepdim : bf16[M, b1]\n"
-    "  %me = expand %m : bf16[M, b1->N]\n"
-    "  %d = sub %x, %me : bf16[M, N]\n"
-    "  %e = exp %d : bf16[M, N]\n"
-    "  %s = sum %e dims(1) keepdim : bf16[M, b1]\n"
-    "  %se = expand %s : bf16[M, b1->N]\n"
-    "  %y = div %e, %se : bf16[M, N]\n"
-    "  return %y\n"
-    "}\n";
+static const char *SOFTMAX_BF16 = FZ_TEST_SOFTMAX("softmax", "bf16");
 
 /* More rows than resident clusters, and buffers that fit: one wave of
  * clusters, each walking rows with the next row prefetched; the plan

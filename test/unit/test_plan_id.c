@@ -21,6 +21,7 @@
 #include "sched/segment.h"
 #include "testing/random.h"
 #include "test_util.h"
+#include "test_fusions.h"
 
 /* The plans of every segment of f at these symbol values, in arena;
  * false when f cannot be segmented or scheduled there. */
@@ -113,16 +114,7 @@ static const char *const bases[] = {
     "  return %y\n"
     "}\n",
     /* a cluster plan prefetching into one buffer (f32 rows of 128K) */
-    "fusion @sm(%x: f32[M, N]) {\n"
-    "  %m = amax %x dims(1) keepdim : f32[M, b1]\n"
-    "  %me = expand %m : f32[M, b1->N]\n"
-    "  %d = sub %x, %me : f32[M, N]\n"
-    "  %e = exp %d : f32[M, N]\n"
-    "  %s = sum %e dims(1) keepdim : f32[M, b1]\n"
-    "  %se = expand %s : f32[M, b1->N]\n"
-    "  %y = div %e, %se : f32[M, N]\n"
-    "  return %y\n"
-    "}\n",
+    FZ_TEST_SOFTMAX("sm", "f32"),
 };
 
 /* A copy of p whose accesses, nodes and tiles can be changed alone. */

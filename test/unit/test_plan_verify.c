@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "llvm/schedule_util.h"
+#include "test_fusions.h"
 
 /* ---- plans by hand ------------------------------------------------------- */
 
@@ -214,16 +215,7 @@ static const char *ROW_SUM = "fusion @rs(%x: f32[M, N]) {\n"
                              "  return %m\n"
                              "}\n";
 
-static const char *SOFTMAX = "fusion @softmax(%x: f32[M, N]) {\n"
-                             "  %m = amax %x dims(1) keepdim : f32[M, b1]\n"
-                             "  %me = expand %m : f32[M, b1->N]\n"
-                             "  %d = sub %x, %me : f32[M, N]\n"
-                             "  %e = exp %d : f32[M, N]\n"
-                             "  %s = sum %e dims(1) keepdim : f32[M, b1]\n"
-                             "  %se = expand %s : f32[M, b1->N]\n"
-                             "  %y = div %e, %se : f32[M, N]\n"
-                             "  return %y\n"
-                             "}\n";
+static const char *SOFTMAX = FZ_TEST_SOFTMAX("softmax", "f32");
 
 static const char *BATCH_NORM = "fusion @bn(%x: f32[M, C], %w: f32[C]) {\n"
                                 "  %s = sum %x dims(0) keepdim : f32[b1, C]\n"

@@ -11,6 +11,7 @@
 #include "sched/plan.h"
 
 #include "schedule_util.h"
+#include "test_fusions.h"
 
 static const char *RMS =
     "fusion @rms(%x: f32[M, N]) {\n"
@@ -74,17 +75,7 @@ START_TEST(one_block_kernel_has_no_cluster) {
 }
 END_TEST
 
-static const char *SOFTMAX =
-    "fusion @softmax(%x: f32[M, N]) {\n"
-    "  %m = amax %x dims(1) keepdim : f32[M, b1]\n"
-    "  %me = expand %m : f32[M, b1->N]\n"
-    "  %d = sub %x, %me : f32[M, N]\n"
-    "  %e = exp %d : f32[M, N]\n"
-    "  %s = sum %e dims(1) keepdim : f32[M, b1]\n"
-    "  %se = expand %s : f32[M, b1->N]\n"
-    "  %y = div %e, %se : f32[M, N]\n"
-    "  return %y\n"
-    "}\n";
+static const char *SOFTMAX = FZ_TEST_SOFTMAX("softmax", "f32");
 
 /* text[from, to) of one string; malloc'd */
 static char *span(const char *from, const char *to) {

@@ -21,6 +21,7 @@
 #include "sched/plan.h"
 
 #include "schedule_util.h"
+#include "test_fusions.h"
 
 #include <stdlib.h>
 
@@ -73,16 +74,7 @@ static char *read_source(const char *relative) {
 
 static const char *SEED = "examples/layer_norm_backward_seed000.fz";
 
-static const char *SOFTMAX = "fusion @softmax(%x: f32[M, N]) {\n"
-                             "  %m = amax %x dims(1) keepdim : f32[M, b1]\n"
-                             "  %me = expand %m : f32[M, b1->N]\n"
-                             "  %d = sub %x, %me : f32[M, N]\n"
-                             "  %e = exp %d : f32[M, N]\n"
-                             "  %s = sum %e dims(1) keepdim : f32[M, b1]\n"
-                             "  %se = expand %s : f32[M, b1->N]\n"
-                             "  %y = div %e, %se : f32[M, N]\n"
-                             "  return %y\n"
-                             "}\n";
+static const char *SOFTMAX = FZ_TEST_SOFTMAX("softmax", "f32");
 
 /* ---- inner persistent ---------------------------------------------------- */
 
