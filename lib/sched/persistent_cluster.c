@@ -31,10 +31,10 @@
  * every block an SM keeps, the grid is instead one wave of resident
  * clusters, each walking rows with the next row's copies in flight
  * while it reduces the current one (the executor trims the grid to the
- * clusters the device keeps resident). Where two buffers fit no
- * cluster but one does (f32 rows of 128K and 256K: 64 KiB of row share a
- * block of 512 threads, two blocks an SM; 128 KiB for 1024 threads, one),
- * the plan prefetches into a single buffer (prefetch_single), refilled
+ * clusters the device keeps resident). Where two buffers do not fit
+ * but one does, for a block of 1024 threads alone on its SM (f32 rows
+ * of 256K: 128 KiB of row share a block), the plan prefetches into a
+ * single buffer (prefetch_single), refilled
  * once the row's values have left it for registers: the copies then
  * overlap the row's reductions after the first block combine and its
  * stores, not its loads. FZ_CLUSTER_PREFETCH=0 in the environment keeps
@@ -67,16 +67,14 @@ static int threads_for(int64_t groups, int vector, int held,
   return 0;
 }
 
-/* The shape with at least `least` blocks (a power of two from 2), as
- * fz_cluster_shape_choose says. */
-static bool shape_from(int64_t groups, int vector, int held, int least,
-                       fz_cluster_shape *out) {
+bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
+                             fz_cluster_shape *out) {
   *out = (fz_cluster_shape){0};
   if (groups < 1 || vector < 1 || held < 1 ||
       groups * vector * held <= FZ_CLUSTER_SM_VALUES)
     return false;
   for (int max_threads = 512; max_threads <= 1024; max_threads *= 2)
-    for (int c = least; c <= FZ_PLAN_MAX_CLUSTER; c *= 2) {
+    for (int c = 2; c <= FZ_PLAN_MAX_CLUSTER; c *= 2) {
       int64_t per_block = fz_cdiv(groups, c);
       int bx = threads_for(per_block, vector, held, max_threads);
       if (!bx)
@@ -87,11 +85,6 @@ static bool shape_from(int64_t groups, int vector, int held, int least,
       return true;
     }
   return false;
-}
-
-bool fz_cluster_shape_choose(int64_t groups, int vector, int held,
-                             fz_cluster_shape *out) {
-  return shape_from(groups, vector, held, 2, out);
 }
 
 int fz_persistent_row_tensors(const fz_plan *p) {
@@ -167,28 +160,18 @@ bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
   if (pb->device.sm < 90 || p->kind != FZ_PLAN_INNER_PERSISTENT ||
       !fz_cluster_shape_choose(groups, p->vector, held, &sh))
     return false;
-  /* Two buffers at the smallest cluster, else at a larger one whose
-   * smaller row shares let them fit (f32 rows of 64K: 4 blocks of 512
-   * threads would take 128 KiB of buffers each, two an SM; 8 blocks take
-   * 64 KiB); then one buffer, at the smallest cluster, else a larger one;
-   * otherwise the smallest cluster without prefetch. Two buffers first,
-   * even at a larger cluster: their copies are in flight through the
-   * whole row, loads included, where one buffer's start only after the
-   * row's first block combine; a larger cluster costs little by
-   * comparison (the same threads a row, a cluster exchange of a few more
-   * partials). */
-  bool found = false;
-  for (int single = 0; single <= 1 && !found; single++) {
-    for (int c = sh.cluster; c <= FZ_PLAN_MAX_CLUSTER && !found; c *= 2) {
-      fz_cluster_shape at = sh;
-      if ((c == sh.cluster || shape_from(groups, p->vector, held, c, &at)) &&
-          launch(pb, p, &at, single)) {
-        sh = at;
-        found = true;
-      }
-    }
-  }
-  if (!found)
+  /* Two buffers where they fit. One buffer only for blocks alone on
+   * their SM (1024 threads): two blocks an SM already overlap one's
+   * loads with the other's reductions. On the H100 (medians of 30 runs),
+   * softmax f32 512x262144 (1024 threads) took 451 us without prefetch
+   * and 434 with one buffer; 1024x131072 (512 threads, two an SM) 407
+   * and 405. And no larger cluster whose smaller row shares would let
+   * two buffers fit: f32 rows of 64K in clusters of 8 blocks of 256
+   * threads with two buffers took 470 us, in clusters of 4 blocks of 512
+   * threads without prefetch 395 us (half the warps an SM, twice the
+   * blocks that meet a row). */
+  if (!launch(pb, p, &sh, false) &&
+      !(sh.block_x > 512 && launch(pb, p, &sh, true)))
     launch(pb, p, &sh, false);
   int64_t rows = fz_plan_rows(p);
   int64_t bound = rows + p->grid_x + fz_plan_row_points(p) +

@@ -253,23 +253,24 @@ START_TEST(prefetch_when_clusters_walk_rows) {
 }
 END_TEST
 
-/* Where two buffers fit no cluster but one does (f32 rows of 128K and
- * 256K), one buffer: still one wave of resident clusters, one buffer's
- * shared memory, `prefetch=1` in the key and the launch line (another
- * kernel than the double-buffered one), and the plan verifies; two
- * buffers win wherever they fit, even at a larger cluster (f32 64K); a
+/* Where two buffers do not fit but one does, for blocks of 1024 threads
+ * alone on their SM (f32 rows of 256K), one buffer: still one wave of
+ * resident clusters, one buffer's shared memory, `prefetch=1` in the key
+ * and the launch line (another kernel than the double-buffered one), and
+ * the plan verifies. Blocks of 512 threads, two an SM (f32 rows of 64K
+ * and 128K), keep the waves without prefetch, at the smallest cluster. A
  * single buffer anywhere but a prefetching cluster plan is refused;
  * FZ_CLUSTER_PREFETCH=0 turns both off. */
 START_TEST(single_buffer_where_two_do_not_fit) {
   scheduled s;
-  fz_plan *p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  fz_plan *p = schedule(&s, SOFTMAX, "M=512,N=262144");
   ck_assert_int_eq(p->cluster, 8);
-  ck_assert_int_eq(p->block_x, 512);
+  ck_assert_int_eq(p->block_x, 1024);
   ck_assert(p->prefetch && p->prefetch_single);
-  /* two 512-thread blocks an SM: 132 / 8 * 2 = 32 clusters */
-  ck_assert_int_eq(p->grid_x, 32 * 8);
-  /* one buffer of 8 groups of 16 bytes a thread: 64 KiB */
-  ck_assert_uint_eq(fz_plan_shared_bytes(p), 8 * 512 * 16);
+  /* one 1024-thread block an SM: 132 / 8 = 16 clusters */
+  ck_assert_int_eq(p->grid_x, 16 * 8);
+  /* one buffer of 8 groups of 16 bytes a thread: 128 KiB */
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), 8 * 1024 * 16);
   fz_error err = {0};
   ck_assert_int_eq(fz_plan_verify(p, &err), FZ_OK);
   const char *key = fz_plan_key(p, s.arena);
@@ -281,7 +282,7 @@ START_TEST(single_buffer_where_two_do_not_fit) {
   /* the same plan with two buffers: another key */
   p->prefetch_single = false;
   ck_assert_str_ne(fz_plan_key(p, s.arena), key);
-  ck_assert_uint_eq(fz_plan_shared_bytes(p), 2 * 8 * 512 * 16);
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), 2 * 8 * 1024 * 16);
   p->prefetch_single = true;
   /* refused without prefetch, and on a plan without a cluster */
   fz_plan saved = *p;
@@ -289,41 +290,39 @@ START_TEST(single_buffer_where_two_do_not_fit) {
   expect_refused(p, "single prefetch buffer on a plan that does not prefetch");
   *p = saved;
   p->cluster = 0;
-  p->grid_x = 1024;
+  p->grid_x = 512;
   p->blocks = p->grid_x;
   p->block_x = p->threads = 1024;
-  p->persistent = 32;
-  p->persistent_full = 31;
+  p->persistent = 64;
+  p->persistent_full = 63;
   expect_refused(p, "single prefetch buffer on a plan that is not a cluster");
   scheduled_free(&s);
 
-  /* 256K: one 1024-thread block an SM, 16 clusters, 128 KiB */
-  p = schedule(&s, SOFTMAX, "M=512,N=262144");
-  ck_assert(p->prefetch && p->prefetch_single);
-  ck_assert_int_eq(p->block_x, 1024);
-  ck_assert_int_eq(p->grid_x, 16 * 8);
-  ck_assert_uint_eq(fz_plan_shared_bytes(p), 8 * 1024 * 16);
-  ck_assert_int_eq(fz_plan_verify(p, &err), FZ_OK);
-  scheduled_free(&s);
-
-  /* 64K: two buffers in clusters of 8 (blocks of 256 threads, 32 KiB a
-   * buffer) rather than one in clusters of 4 */
+  /* 64K and 128K: two 512-thread blocks an SM, no prefetch, the
+   * smallest cluster, eight waves of resident clusters */
   p = schedule(&s, SOFTMAX, "M=2048,N=65536");
-  ck_assert(p->prefetch && !p->prefetch_single);
-  ck_assert_int_eq(p->cluster, 8);
+  ck_assert(!p->prefetch && !p->prefetch_single);
+  ck_assert_int_eq(p->cluster, 4);
+  ck_assert_int_eq(p->block_x, 512);
+  ck_assert_int_eq(p->grid_x, 8 * 66 * 4);
+  scheduled_free(&s);
+  p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  ck_assert(!p->prefetch && !p->prefetch_single);
+  ck_assert_int_eq(p->grid_x, 8 * 32 * 8);
   scheduled_free(&s);
 
   /* no second wave of rows: nothing to prefetch, one buffer or two */
-  p = schedule(&s, SOFTMAX, "M=32,N=131072");
+  p = schedule(&s, SOFTMAX, "M=16,N=262144");
   ck_assert(!p->prefetch && !p->prefetch_single);
-  ck_assert_int_eq(p->grid_x, 32 * 8);
+  ck_assert_int_eq(p->grid_x, 16 * 8);
   scheduled_free(&s);
 
   setenv("FZ_CLUSTER_PREFETCH", "0", 1);
-  p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  p = schedule(&s, SOFTMAX, "M=512,N=262144");
   unsetenv("FZ_CLUSTER_PREFETCH");
   ck_assert(!p->prefetch && !p->prefetch_single);
-  ck_assert_int_eq(p->grid_x, 8 * 32 * 8);
+  /* eight waves of 16 clusters of 8 */
+  ck_assert_int_eq(p->grid_x, 8 * 16 * 8);
   scheduled_free(&s);
 }
 END_TEST

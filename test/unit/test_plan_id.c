@@ -113,7 +113,7 @@ static const char *const bases[] = {
     "  %y = permute %x perm(1, 0) : f32[N, M]\n"
     "  return %y\n"
     "}\n",
-    /* a cluster plan prefetching into one buffer (f32 rows of 128K) */
+    /* a cluster plan prefetching into one buffer (f32 rows of 256K) */
     FZ_TEST_SOFTMAX("sm", "f32"),
 };
 
@@ -401,7 +401,7 @@ enum { NUM_CASES = sizeof cases / sizeof cases[0] };
 
 /* The sizes each base is scheduled at: a dynamic-block class for @ln. */
 static const int64_t base_symbols[][2] = {
-    {1000, 3000}, {1000, 700}, {500, 0}, {300, 200}, {1024, 131072}};
+    {1000, 3000}, {1000, 700}, {500, 0}, {300, 200}, {512, 262144}};
 
 START_TEST(each_field_changes_the_id) {
   int changed_text[NUM_CASES] = {0}, applied[NUM_CASES] = {0};

@@ -92,7 +92,7 @@ static const char *find(const char *text, const char *needle) {
   return at;
 }
 
-/* One prefetch buffer (f32 rows of 128K): a thread refills its slots
+/* One prefetch buffer (f32 rows of 256K, blocks of 1024 threads): a thread refills its slots
  * with the next row only after it has read them for the current row and
  * a block barrier has passed (persistent_prefetch.c), and waits for all
  * its copies (wait_group 0, never 1) before the next row's reads. In the
@@ -104,7 +104,7 @@ static const char *find(const char *text, const char *needle) {
  * the 8 copies, committed before the cluster exchange. */
 START_TEST(single_buffer_refilled_after_the_reads) {
   scheduled s;
-  fz_plan *p = schedule(&s, SOFTMAX, "M=1024,N=131072");
+  fz_plan *p = schedule(&s, SOFTMAX, "M=512,N=262144");
   ck_assert(p->prefetch && p->prefetch_single);
   ck_assert_int_eq(p->persistent, 8);
   lowered l = lower_ok(p);
@@ -121,14 +121,14 @@ START_TEST(single_buffer_refilled_after_the_reads) {
   ck_assert_count(reads, "load <4 x float>, ptr addrspace(3)", 8);
   free(reads);
   /* the copies' sources: group 0's address and the masked group's from
-   * the row's offsets, the six between as steps of 8 * 512 * 4 elements
+   * the row's offsets, the six between as steps of 8 * 1024 * 4 elements
    * from group 0's (no per-group offset kept across the row loop) */
   const char *refill = find(l.ir, "\npf.next:");
   char *next = span(refill, find(refill, "\npf.next.end:"));
   ck_assert_count(next, "getelementptr inbounds float, ptr addrspace(1) %a0,",
                   2);
-  ck_assert_has(next, ", i32 16384\n");
-  ck_assert_has(next, ", i32 98304\n");
+  ck_assert_has(next, ", i32 32768\n");
+  ck_assert_has(next, ", i32 196608\n");
   free(next);
 
   char *ptx = to_ptx(&l);
