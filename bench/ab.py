@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""A/B of one environment switch on fz's own kernels.
+
+Every scheduling change that can be turned off keeps an environment switch
+that restores the launch it replaced (FZ_CLUSTER_PREFETCH=0,
+FZ_OUTER_SHARED=0, FZ_GRID_AT_LOAD=off, ...; README's table). This runs
+each row through fuse-run both ways, in alternating order round after
+round so that drift of the GPU's clocks falls on both sides alike, and
+writes a Markdown table: the plan each side ran (its kind and launch
+line, from --print-plan), the median kernel time of each side's best
+round, its % of the copy bandwidth fuse-run measures in the same process,
+and the change.
+
+    python3 bench/ab.py --switch FZ_CLUSTER_PREFETCH=0 \\
+        test/gpu/norm_softmax_bf16.fz:M=1024,N=262144 \\
+        test/gpu/norm_softmax.fz:M=512,N=262144 --report OUT/ab.md
+
+A row is FILE:SIZES (fuse-run's --size), or comes from --rows FILE (one
+row a line, # comments). Times are fuse-run's (median of --iters CUDA-event
+timed runs after warm-up, each behind an L2-evicting write); outputs are
+not validated (the gpu ctests validate the same plans). Without a GPU
+fuse-run says SKIPPED and so does this, with exit status 77.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIPPED = 77
+
+TIME = re.compile(r"time: median ([0-9.]+) us over (\d+) runs, ([0-9.]+) MB moved, "
+                  r"(\d+) GB/s(?:, copy (\d+) GB/s, ([0-9.]+)% of copy)?")
+PLAN = re.compile(r"^plan @\S+ (\S+) kernel=", re.M)
+LAUNCH = re.compile(r"^\s+launch (.*)$", re.M)
+
+
+class Skipped(Exception):
+    pass
+
+
+def parse_row(text):
+    """(file, sizes) of FILE:SYM=N,..."""
+    path, sep, sizes = text.rpartition(":")
+    if not sep or not path or "=" not in sizes:
+        raise ValueError("row %r is not FILE:SYM=N,..." % text)
+    return path, sizes
+
+
+def parse_switch(text):
+    name, sep, value = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
+        raise ValueError("switch %r is not NAME=VALUE" % text)
+    return name, value
+
+
+def parse_run(out):
+    """What one fuse-run printed: time, GB/s, % of copy, plan summary."""
+    m = TIME.search(out)
+    if not m:
+        return None
+    kinds = PLAN.findall(out)
+    launches = [l.strip() for l in LAUNCH.findall(out)]
+    return dict(us=float(m.group(1)), iters=int(m.group(2)), mb=float(m.group(3)),
+                gbs=float(m.group(4)),
+                copy_gbs=float(m.group(5)) if m.group(5) else None,
+                pct_copy=float(m.group(6)) if m.group(6) else None,
+                plan=" + ".join(kinds) or None,
+                launch=" / ".join(launches) or None)
+
+
+def run_once(fuse_run, path, sizes, iters, env):
+    cmd = [fuse_run, path, "--size", sizes, "--iters", str(iters), "--no-validate",
+           "--print-plan"]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    if p.returncode == SKIPPED:
+        raise Skipped(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "SKIPPED")
+    got = parse_run(p.stdout) if p.returncode == 0 else None
+    if got is None:
+        tail = p.stdout.strip().splitlines()[-1:] or ["(no output)"]
+        return dict(error="exit %d: %s" % (p.returncode, tail[0]))
+    return got
+
+
+def measure(rows, fuse_run, switch, iters, rounds, log=None):
+    """Each row `rounds` times each way, the side that goes first
+    alternating; per side the round with the lowest median is kept."""
+    log = log or sys.stderr
+    name, value = switch
+    base_env = dict(os.environ)
+    base_env.pop(name, None)
+    switched_env = dict(base_env)
+    switched_env[name] = value
+    results = []
+    for path, sizes in rows:
+        runs = {"default": [], "switched": []}
+        for r in range(rounds):
+            order = ("default", "switched") if r % 2 == 0 else ("switched", "default")
+            for side in order:
+                env = base_env if side == "default" else switched_env
+                got = run_once(fuse_run, path, sizes, iters, env)
+                runs[side].append(got)
+                print("# %s %s %s: %s" % (side, path, sizes,
+                                          got.get("error") or "%.2f us" % got["us"]),
+                      file=log)
+        row = dict(fusion=path, sizes=sizes)
+        for side, got in runs.items():
+            ok = [g for g in got if "error" not in g]
+            row[side] = min(ok, key=lambda g: g["us"]) if ok else got[-1]
+        results.append(row)
+    return results
+
+
+def change(a, b):
+    if "error" in a or "error" in b:
+        return "—"
+    return "%+.1f%%" % (100.0 * (b["us"] - a["us"]) / a["us"])
+
+
+def side_cells(g):
+    if "error" in g:
+        return ["—", g["error"]]
+    pct = " (%.1f)" % g["pct_copy"] if g.get("pct_copy") is not None else ""
+    plan = g.get("plan") or "?"
+    if g.get("launch"):
+        plan += ": " + g["launch"]
+    return [plan, "%.2f%s" % (g["us"], pct)]
+
+
+def table(data):
+    name, value = data["switch"]
+    lines = ["| fusion | size | default plan | default us (%% copy) | "
+             "%s=%s plan | %s=%s us (%% copy) | %s=%s against default |"
+             % (name, value, name, value, name, value),
+             "|---|---|---|---|---|---|---|"]
+    for r in data["results"]:
+        cells = ([r["fusion"], r["sizes"]] + side_cells(r["default"]) +
+                 side_cells(r["switched"]) + [change(r["default"], r["switched"])])
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return lines
+
+
+def report(data):
+    name, value = data["switch"]
+    lines = ["# A/B of %s=%s" % (name, value), "",
+             "- date: %s" % data["date"],
+             "- GPU: %s" % (data.get("device") or "unknown"),
+             "- fz commit: %s (read from the tree; say which build ran if it differs)"
+             % (data.get("commit") or "unknown"),
+             "- each side: `fuse-run FILE --size SIZES --iters %d --no-validate "
+             "--print-plan`, %d round(s) each way in alternating order, the "
+             "round with the lowest median kept" % (data["iters"], data["rounds"]),
+             ""]
+    return "\n".join(lines + table(data)) + "\n"
+
+
+def device_name():
+    try:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                            "--format=csv,noheader"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, universal_newlines=True)
+        return p.stdout.strip().splitlines()[0] if p.returncode == 0 and p.stdout.strip() else None
+    except OSError:
+        return None
+
+
+def git_commit():
+    try:
+        p = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           universal_newlines=True)
+        return p.stdout.strip() or None
+    except OSError:
+        return None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="A/B of one environment switch on fz's "
+                                             "kernels, through fuse-run.")
+    ap.add_argument("rows", nargs="*", help="FILE:SYM=N,... (fuse-run's --size)")
+    ap.add_argument("--rows", dest="rows_file", default="",
+                    help="a file of rows, one a line (# comments)")
+    ap.add_argument("--switch", required=True,
+                    help="NAME=VALUE set in the environment of the switched side; "
+                         "the default side runs without NAME")
+    ap.add_argument("--iters", type=int, default=30, help="timed runs per fuse-run")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="fuse-runs each way per row, alternating which goes first")
+    ap.add_argument("--fuse-run", default=os.path.join(HERE, "..", "build-gpu", "bin",
+                                                       "fuse-run"))
+    ap.add_argument("--report", default="", help="write the Markdown table here")
+    ap.add_argument("--json", default="", help="write the numbers here")
+    args = ap.parse_args(argv)
+    try:
+        switch = parse_switch(args.switch)
+        texts = list(args.rows)
+        if args.rows_file:
+            with open(args.rows_file) as fh:
+                texts += [l.split("#", 1)[0].strip() for l in fh]
+        rows = [parse_row(t) for t in texts if t]
+    except (ValueError, OSError) as e:
+        print("ab.py: %s" % e, file=sys.stderr)
+        return 2
+    if not rows or args.iters < 1 or args.rounds < 1:
+        print("ab.py: no rows, or --iters/--rounds below 1", file=sys.stderr)
+        return 2
+    try:
+        results = measure(rows, args.fuse_run, switch, args.iters, args.rounds)
+    except Skipped as e:
+        print("ab.py: SKIPPED, no GPU (%s)" % e)
+        return SKIPPED
+    data = dict(switch=list(switch), iters=args.iters, rounds=args.rounds,
+                date=datetime.datetime.now(datetime.timezone.utc)
+                .strftime("%Y-%m-%d %H:%M UTC"),
+                device=device_name(), commit=git_commit(), results=results)
+    text = report(data)
+    print(text, end="")
+    if args.report:
+        with open(args.report, "w") as fh:
+            fh.write(text)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(data, fh, indent=1)
+    return 1 if any("error" in r[s] for r in results for s in ("default", "switched")) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""bench/ab.py without a GPU: a fake fuse-run prints what the real one
+prints (a plan, a time line), its time depending on the switch and on
+how many times it ran, and logs each call; the tests check the parsing,
+the alternating order, the best round, the table, the errors and the
+skip."""
+import contextlib
+import io
+import os
+import stat
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import ab  # noqa: E402
+
+FAKE = r'''#!/usr/bin/env python3
+import os, sys
+log = os.environ["FAKE_LOG"]
+with open(log, "a") as fh:
+    n = sum(1 for _ in open(log)) if os.path.exists(log) else 0
+side = "switched" if os.environ.get("FZ_TEST_SWITCH") == "0" else "default"
+with open(log, "a") as fh:
+    fh.write("%s %s %s\n" % (side, sys.argv[1], sys.argv[3]))
+mode = os.environ.get("FAKE_MODE", "")
+if mode == "skip":
+    print("fuse-run: x.fz: SKIPPED, no GPU (cannot load the CUDA driver)")
+    sys.exit(77)
+if mode == "fail" and side == "switched":
+    print("fuse-run: launch failed: CUDA_ERROR_LAUNCH_FAILED")
+    sys.exit(1)
+us = (100.0 if side == "default" else 80.0) + (5.0 if n in (2, 3) else 0.0)
+print("plan @f inner-persistent kernel=fz_inner_persistent")
+print("  space [I8, R8] reference %x index32")
+print("  launch grid=8 block=512x1%s" % (" prefetch" if side == "default" else ""))
+print("validation: SKIPPED (--no-validate): times only")
+print("time: median %.2f us over 30 runs, 1073.742 MB moved, 2166 GB/s, copy 2987 GB/s, %.1f%% of copy"
+      % (us, 7250.0 / us))
+print("fuse-run: TIMED (not validated)")
+'''
+
+
+def fake(tmp):
+    path = os.path.join(tmp, "fuse-run")
+    with open(path, "w") as fh:
+        fh.write(FAKE)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+    return path
+
+
+def run(tmp, args, mode=""):
+    log = os.path.join(tmp, "calls.log")
+    if os.path.exists(log):
+        os.remove(log)
+    os.environ["FAKE_LOG"] = log
+    os.environ["FAKE_MODE"] = mode
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = ab.main(["--fuse-run", fake(tmp), "--switch", "FZ_TEST_SWITCH=0"] + args)
+    calls = open(log).read().split("\n")[:-1] if os.path.exists(log) else []
+    return rc, out.getvalue(), err.getvalue(), calls
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def test_table_order_and_best_round(tmp):
+    report = os.path.join(tmp, "ab.md")
+    rc, out, _, calls = run(tmp, ["a.fz:M=8,N=8", "b.fz:M=4", "--rounds", "2",
+                                  "--report", report])
+    check(rc == 0, "exit status %d" % rc)
+    # round 0: default first, round 1: switched first, row by row
+    check([c.split()[0] for c in calls] ==
+          ["default", "switched", "switched", "default"] * 2, "order %s" % calls)
+    check(calls[0].split()[1:] == ["a.fz", "M=8,N=8"], "row a %s" % calls[0])
+    text = open(report).read()
+    check(text == out, "report file differs from stdout")
+    check("# A/B of FZ_TEST_SWITCH=0" in text, "title")
+    lines = [l for l in text.splitlines() if l.startswith("| a.fz")]
+    check(len(lines) == 1, "row a: %s" % text)
+    # the second round of row a ran 5 us slower: the best round is kept
+    cells = [c.strip() for c in lines[0].strip("|").split("|")]
+    check(cells[2] == "inner-persistent: grid=8 block=512x1 prefetch", cells[2])
+    check(cells[3] == "100.00 (72.5)", cells[3])
+    check(cells[4] == "inner-persistent: grid=8 block=512x1", cells[4])
+    check(cells[5] == "80.00 (90.6)", cells[5])
+    check(cells[6] == "-20.0%", cells[6])
+
+
+def test_failed_side(tmp):
+    rc, out, _, _ = run(tmp, ["a.fz:M=8"], mode="fail")
+    check(rc == 1, "exit status %d" % rc)
+    row = [l for l in out.splitlines() if l.startswith("| a.fz")][0]
+    check("exit 1: fuse-run: launch failed: CUDA_ERROR_LAUNCH_FAILED" in row, row)
+    check(row.rstrip().endswith("| — |"), row)
+
+
+def test_skipped_without_gpu(tmp):
+    rc, out, _, calls = run(tmp, ["a.fz:M=8", "b.fz:M=8"], mode="skip")
+    check(rc == ab.SKIPPED, "exit status %d" % rc)
+    check("SKIPPED" in out and "|" not in out, out)
+    check(len(calls) == 1, "ran on after the skip: %s" % calls)
+
+
+def test_bad_arguments(tmp):
+    for args in (["a.fz"], ["a.fz:8"], []):
+        rc, _, err, calls = run(tmp, args)
+        check(rc == 2 and "ab.py:" in err and not calls, "%s: %d %s" % (args, rc, err))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = ab.main(["--switch", "not a switch", "a.fz:M=8"])
+    check(rc == 2 and "NAME=VALUE" in err.getvalue(), err.getvalue())
+
+
+def test_rows_file(tmp):
+    rows = os.path.join(tmp, "rows.txt")
+    with open(rows, "w") as fh:
+        fh.write("# softmax\na.fz:M=8  # the first\n\nb.fz:M=16\n")
+    rc, out, _, calls = run(tmp, ["--rows", rows])
+    check(rc == 0, "exit status %d" % rc)
+    check([c.split()[1] for c in calls] == ["a.fz", "a.fz", "b.fz", "b.fz"], calls)
+
+
+def main():
+    tests = [test_table_order_and_best_round, test_failed_side,
+             test_skipped_without_gpu, test_bad_arguments, test_rows_file]
+    failed = 0
+    for t in tests:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                t(tmp)
+            except AssertionError as e:
+                failed += 1
+                print("FAIL %s: %s" % (t.__name__, e))
+    print("bench ab: %d passed, %d failed" % (len(tests) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
