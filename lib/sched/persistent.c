@@ -138,13 +138,12 @@ static void assign_phases(fz_plan *p) {
 static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   p->prefetch = false;
   if (pb->device.sm < 80 || p->kind != FZ_PLAN_INNER_OUTER_PERSISTENT ||
-      tiles <= p->grid_x)
+      tiles <= p->grid_x || !fz_plan_prefetch_pieces_fit(p))
     return;
-  p->prefetch = true; /* what fz_plan_prefetched asks */
-  p->prefetch = fz_plan_prefetch_pieces_fit(p);
+  p->prefetch = true; /* fz_plan_shared_bytes counts the buffers */
   size_t room = (size_t)pb->device.max_shared_per_block;
   size_t bytes = fz_plan_shared_bytes(p);
-  p->prefetch = p->prefetch && bytes + 16 * 1024 <= room &&
+  p->prefetch = bytes + 16 * 1024 <= room &&
                 (p->threads >= 512 || bytes <= 32 * 1024);
 }
 

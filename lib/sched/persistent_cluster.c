@@ -116,13 +116,15 @@ static bool cluster_prefetch(const fz_problem *pb, fz_plan *p, int per_sm,
   p->prefetch = false;
   p->prefetch_single = false;
   if ((off && strcmp(off, "0") == 0) || pb->device.sm < 80 ||
-      rows <= resident || (single && p->phases < 1))
+      rows <= resident || (single && p->phases < 1) ||
+      !fz_plan_prefetch_pieces_fit(p))
     return false;
-  p->prefetch = true; /* what fz_plan_prefetched asks */
+  /* fz_plan_shared_bytes counts the buffers these ask for */
+  p->prefetch = true;
   p->prefetch_single = single;
   size_t block = fz_plan_shared_bytes(p) + FZ_CLUSTER_SHARED_EXTRA;
-  p->prefetch = fz_plan_prefetch_pieces_fit(p) &&
-                (size_t)per_sm * block <= (size_t)pb->device.max_shared_per_block;
+  p->prefetch =
+      (size_t)per_sm * block <= (size_t)pb->device.max_shared_per_block;
   p->prefetch_single = single && p->prefetch;
   return p->prefetch;
 }
@@ -170,9 +172,9 @@ bool fz_persistent_cluster_plan(const fz_problem *pb, fz_plan *p,
    * threads with two buffers took 470 us, in clusters of 4 blocks of 512
    * threads without prefetch 395 us (half the warps an SM, twice the
    * blocks that meet a row). */
-  if (!launch(pb, p, &sh, false) &&
-      !(sh.block_x > 512 && launch(pb, p, &sh, true)))
-    launch(pb, p, &sh, false);
+  /* (a launch that does not prefetch leaves the waves without it) */
+  if (!launch(pb, p, &sh, false) && sh.block_x > 512)
+    launch(pb, p, &sh, true);
   int64_t rows = fz_plan_rows(p);
   int64_t bound = rows + p->grid_x + fz_plan_row_points(p) +
                   (int64_t)sh.cluster * sh.block_x * p->vector;

@@ -83,7 +83,7 @@ bool fz_plan_held_pieces_fit(const fz_plan *p) {
 }
 
 bool fz_plan_prefetch_pieces_fit(const fz_plan *p) {
-  return pieces_fit(p, fz_plan_prefetched);
+  return pieces_fit(p, row_varying_input);
 }
 
 /* Dynamic shared memory: a prefetching plan's two buffers (one with

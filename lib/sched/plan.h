@@ -369,8 +369,9 @@ bool fz_plan_held_in_shared(const fz_plan *plan, int a);
  * of them held: the scheduler asks before it sets held_shared, the
  * verifier after. */
 bool fz_plan_held_pieces_fit(const fz_plan *plan);
-/* The same for a prefetching plan's prefetched inputs (with p->prefetch
- * set, as fz_plan_prefetched needs). */
+/* The same for the inputs a prefetch copies (fz_plan_prefetched's, with
+ * or without p->prefetch set): the scheduler asks before it sets
+ * prefetch, the verifier after. */
 bool fz_plan_prefetch_pieces_fit(const fz_plan *plan);
 /* INNER, INNER_OUTER and OUTER persistent plans (rows held on chip). */
 bool fz_plan_is_persistent(const fz_plan *plan);
