@@ -193,34 +193,20 @@ typedef struct walk_ctx {
  * at m_t instead of m; the sum differs from the sum at m only by those
  * roundings. */
 
-/* The row sum node that round entry r (an amax) feeds that way, or -1. */
+/* The row sum node that round entry r (an amax) feeds that way
+ * (fz_multipass_online_sum), with the exp and the sub evaluated per
+ * element, or -1. */
 static int online_sum(const pers *s, const fz_reduce_set *rs, int r) {
   const fz_plan *p = s->p;
-  int m = rs->node[r];
-  const fz_plan_node *mn = &p->nodes[m];
-  if (rs->code[r] != FZ_OP_AMAX || mn->num_operands != 1 ||
-      !fz_dtype_is_float(mn->dtype) ||
-      p->nodes[mn->operands[0]].dtype != mn->dtype)
+  if (rs->code[r] != FZ_OP_AMAX)
     return -1;
-  int x = mn->operands[0];
-  for (int i = 0; i < p->num_nodes; i++) {
-    const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_REDUCE || n->space != FZ_SPACE_ROW ||
-        n->code != FZ_OP_SUM || n->num_operands != 1 ||
-        n->phase != mn->phase + 1 ||
-        fz_plan_reduce_acc(p, n) != rs->acc[r])
-      continue;
-    const fz_plan_node *ex = &p->nodes[n->operands[0]];
-    if (ex->kind != FZ_NODE_OP || ex->code != FZ_OP_EXP ||
-        ex->num_operands != 1 || s->space[n->operands[0]] != PS_FULL)
-      continue;
-    const fz_plan_node *d = &p->nodes[ex->operands[0]];
-    if (d->kind == FZ_NODE_OP && d->code == FZ_OP_SUB &&
-        d->num_operands == 2 && d->operands[0] == x && d->operands[1] == m &&
-        s->space[ex->operands[0]] == PS_FULL)
-      return i;
-  }
-  return -1;
+  int i = fz_multipass_online_sum(p, rs->node[r]);
+  if (i < 0 || fz_plan_reduce_acc(p, &p->nodes[i]) != rs->acc[r])
+    return -1;
+  int ex = p->nodes[i].operands[0];
+  return s->space[ex] == PS_FULL && s->space[p->nodes[ex].operands[0]] == PS_FULL
+             ? i
+             : -1;
 }
 
 static LLVMValueRef float_const(fz_emit *e, fz_dtype d, double v) {

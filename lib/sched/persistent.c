@@ -291,6 +291,16 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   int64_t groups = fz_plan_row_points(p) / v;
   if (groups < 1 || rows < 1)
     return fz_dag_decline(d, "an empty row or no rows");
+  /* a row that outgrows one SM and is only reduced: a multipass walk
+   * reads it once without holding it */
+  if (p->kind == FZ_PLAN_INNER_PERSISTENT &&
+      fz_multipass_prefer(pb, p, groups)) {
+    *too_long = true;
+    return fz_dag_decline(d,
+                          "rows of %lld elements, only reduced, outgrow one "
+                          "SM: a multipass walk reads them once",
+                          (long long)fz_plan_row_points(p));
+  }
   /* a row that outgrows one SM: a cluster of blocks shares it (sm_90) */
   if (fz_persistent_cluster_plan(pb, p, groups))
     return true;

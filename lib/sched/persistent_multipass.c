@@ -21,11 +21,26 @@
  * many blocks as eight waves of resident ones, walking the rows beyond
  * that. With fewer rows than SMs, a block a row leaves SMs idle and the
  * plan is declined: the segmenter's kernels split a row over the grid.
+ *
+ * Rows that are only reduced: a fusion that stores nothing along the row
+ * and whose reductions all fit one walk (the first round's, and the
+ * online sums of its maxima: cross-entropy's log-sum-exp) reads its row
+ * once in a multipass plan too, holding nothing. Such a row that
+ * outgrows one SM is given a multipass plan rather than a cluster (the
+ * persistent heuristics decline it as too long): one block a row streams
+ * it at the device's bandwidth, while a cluster holding it waits through
+ * its loads and its cluster-wide reductions in turn (on an H100, a
+ * cluster reached 42-81% of copy bandwidth on cross-entropy rows of
+ * 64K-256K). FZ_MULTIPASS_READ_ONCE=0 in the environment keeps the
+ * cluster, the plan to compare with.
  */
 #include "sched/persistent_multipass.h"
 
 #include "sched/heuristics.h"
 #include "sched/persistent_cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 enum {
   FZ_MULTIPASS_THREADS = 512,
@@ -54,6 +69,70 @@ bool fz_multipass_shape_choose(int64_t rows, int64_t groups, int vector,
                 FZ_MULTIPASS_WAVES;
   *out = (fz_multipass_shape){(int)bx, trip, rows < cap ? rows : cap};
   return true;
+}
+
+int fz_multipass_online_sum(const fz_plan *p, int m) {
+  const fz_plan_node *mn = &p->nodes[m];
+  if (mn->kind != FZ_NODE_REDUCE || mn->code != FZ_OP_AMAX ||
+      mn->space != FZ_SPACE_ROW || mn->num_operands != 1 ||
+      !fz_dtype_is_float(mn->dtype) ||
+      p->nodes[mn->operands[0]].dtype != mn->dtype)
+    return -1;
+  int x = mn->operands[0];
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_REDUCE || n->space != FZ_SPACE_ROW ||
+        n->code != FZ_OP_SUM || n->num_operands != 1 ||
+        n->phase != mn->phase + 1 ||
+        fz_plan_reduce_acc(p, n) != fz_plan_reduce_acc(p, mn))
+      continue;
+    const fz_plan_node *ex = &p->nodes[n->operands[0]];
+    if (ex->kind != FZ_NODE_OP || ex->code != FZ_OP_EXP ||
+        ex->num_operands != 1 || ex->space != FZ_SPACE_FULL)
+      continue;
+    const fz_plan_node *d = &p->nodes[ex->operands[0]];
+    if (d->kind == FZ_NODE_OP && d->code == FZ_OP_SUB &&
+        d->num_operands == 2 && d->operands[0] == x && d->operands[1] == m &&
+        d->space == FZ_SPACE_FULL)
+      return i;
+  }
+  return -1;
+}
+
+/* Whether row REDUCE node i is an online sum of a first-round max. */
+static bool online_in_first_round(const fz_plan *p, int i) {
+  for (int m = 0; m < p->num_nodes; m++)
+    if (p->nodes[m].phase == 1 && fz_multipass_online_sum(p, m) == i)
+      return true;
+  return false;
+}
+
+bool fz_multipass_reads_once(const fz_plan *p) {
+  if (p->kind != FZ_PLAN_INNER_PERSISTENT)
+    return false;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind == FZ_NODE_STORE && n->space == FZ_SPACE_FULL)
+      return false;
+    if (n->kind == FZ_NODE_REDUCE &&
+        (n->space != FZ_SPACE_ROW ||
+         (n->phase != 1 && !online_in_first_round(p, i))))
+      return false;
+  }
+  return true;
+}
+
+bool fz_multipass_prefer(const fz_problem *pb, const fz_plan *p,
+                         int64_t groups) {
+  const char *off = getenv("FZ_MULTIPASS_READ_ONCE");
+  if (off && strcmp(off, "0") == 0)
+    return false;
+  int held = fz_persistent_row_tensors(p);
+  fz_multipass_shape sh;
+  return groups * p->vector * held > FZ_CLUSTER_SM_VALUES &&
+         fz_multipass_reads_once(p) &&
+         fz_multipass_shape_choose(fz_plan_rows(p), groups, p->vector, held,
+                                   pb->device.num_sms, &sh);
 }
 
 bool fz_multipass_plan(fz_dag *d, const fz_problem *pb, fz_plan *p) {

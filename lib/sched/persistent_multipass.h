@@ -23,6 +23,15 @@ bool fz_multipass_shape_choose(int64_t rows, int64_t groups, int vector,
                                int held, int num_sms,
                                fz_multipass_shape *out);
 
+/* For an INNER_PERSISTENT plan (vector set, `groups` groups a row) that
+ * reads its row once in a multipass walk (fz_multipass_reads_once):
+ * whether a multipass plan should take it rather than a cluster, because
+ * its row outgrows one SM and its rows fill the device (the file's
+ * comment says why). persistent.c's heuristics then decline the row as
+ * too long. */
+bool fz_multipass_prefer(const fz_problem *pb, const fz_plan *p,
+                         int64_t groups);
+
 /* For an INNER_PERSISTENT plan (vector set) that persistent.c's
  * heuristics declined because its row fits neither a block nor a
  * cluster: sets the multipass launch and returns true, or declines

@@ -572,6 +572,16 @@ bool fz_persistent_try(const fz_problem *problem, fz_arena *arena,
  * fusion into kernels that round-trip intermediates through memory. */
 bool fz_multipass_try(const fz_problem *problem, fz_arena *arena,
                       fz_plan **out, fz_reason *why);
+/* An online softmax sum: the row sum node that row amax node `m` feeds
+ * only as sum(exp(x - m)) over its own operand x, one phase later and
+ * in the same accumulator dtype (softmax, log-softmax, cross-entropy), or
+ * -1. A multipass walk computes that sum along with the max, from a
+ * running max (lib/lower/persistent_multipass.c). */
+int fz_multipass_online_sum(const fz_plan *plan, int m);
+/* Whether a multipass walk would read an INNER_PERSISTENT plan's row
+ * once: nothing is stored along the row, and every row reduction is of
+ * the first round or an online sum of one. */
+bool fz_multipass_reads_once(const fz_plan *plan);
 
 /* transpose.c: accepts what the pointwise scheduler accepts when some
  * input is contiguous along another canonical axis (B) than the outputs
