@@ -144,13 +144,19 @@ def table(data):
     return lines
 
 
+def commit_line(data):
+    if data.get("commit_from") == "fuse-run":
+        return "%s (the build of the fuse-run that ran)" % data["commit"]
+    return "%s (read from the tree; say which build ran if it differs)" % (
+        data.get("commit") or "unknown")
+
+
 def report(data):
     name, value = data["switch"]
     lines = ["# A/B of %s=%s" % (name, value), "",
              "- date: %s" % data["date"],
              "- GPU: %s" % (data.get("device") or "unknown"),
-             "- fz commit: %s (read from the tree; say which build ran if it differs)"
-             % (data.get("commit") or "unknown"),
+             "- fz commit: %s" % commit_line(data),
              "- each side: `fuse-run FILE --size SIZES --iters %d --no-validate "
              "--print-plan`, %d round(s) each way in alternating order, the "
              "round with the lowest median kept" % (data["iters"], data["rounds"]),
@@ -176,6 +182,19 @@ def git_commit():
         return p.stdout.strip() or None
     except OSError:
         return None
+
+
+def build_commit(fuse_run):
+    """The commit fuse-run's libfz was built from (its --version line,
+    "commit HASH[-dirty]"), or None when it does not say."""
+    try:
+        p = subprocess.run([fuse_run, "--version"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, universal_newlines=True)
+    except OSError:
+        return None
+    first = p.stdout.splitlines()[0] if p.returncode == 0 and p.stdout else ""
+    m = re.search(r", commit (\S+)$", first)
+    return m.group(1) if m and m.group(1) != "unknown" else None
 
 
 def main(argv=None):
@@ -216,7 +235,10 @@ def main(argv=None):
     data = dict(switch=list(switch), iters=args.iters, rounds=args.rounds,
                 date=datetime.datetime.now(datetime.timezone.utc)
                 .strftime("%Y-%m-%d %H:%M UTC"),
-                device=device_name(), commit=git_commit(), results=results)
+                device=device_name(), results=results)
+    built = build_commit(args.fuse_run)
+    data.update(commit=built or git_commit(),
+                commit_from="fuse-run" if built else "tree")
     text = report(data)
     print(text, end="")
     if args.report:

@@ -605,6 +605,19 @@ def git_commit():
         return None
 
 
+def build_commit(fuse_run):
+    """The commit fuse-run's libfz was built from (its --version line,
+    "commit HASH[-dirty]"), or None when it does not say."""
+    try:
+        p = subprocess.run([fuse_run, "--version"], capture_output=True,
+                           text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r", commit (\S+)$", p.stdout.splitlines()[0]
+                  if p.returncode == 0 and p.stdout else "")
+    return m.group(1) if m and m.group(1) != "unknown" else None
+
+
 def gbs(nbytes, us):
     return nbytes / (us * 1e-6) / 1e9 if us and nbytes else None
 
@@ -1080,8 +1093,8 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--commit", default="",
                     help="fz commit the binaries were built from, for the "
-                         "report (default: git HEAD of this tree, which is "
-                         "wrong when the tree is a copy or the build is older)")
+                         "report (default: the one fuse-run --version names, "
+                         "else git HEAD of this tree)")
     args = ap.parse_args()
 
     if args.from_json:
@@ -1109,7 +1122,8 @@ def main():
     data = dict(device=name, copy_gbs=copy, iters=args.iters, results=[],
                 sweep=[], checks=[], driver=driver_version(),
                 torch=torch.__version__, cuda=torch.version.cuda,
-                commit=args.commit or git_commit())
+                commit=(args.commit or build_commit(args.fuse_run)
+                        or git_commit()))
 
     def save():
         """The numbers so far, after each measurement: a run cut short

@@ -17,6 +17,11 @@ import ab  # noqa: E402
 
 FAKE = r'''#!/usr/bin/env python3
 import os, sys
+if sys.argv[1:] == ["--version"]:
+    old = os.environ.get("FAKE_MODE") == "old-version"
+    print("fuse-run (fz) 0.1.0" + ("" if old else ", commit 1a2b3c4-dirty"))
+    print("LLVM version 19.1.7")
+    sys.exit(0)
 log = os.environ["FAKE_LOG"]
 with open(log, "a") as fh:
     n = sum(1 for _ in open(log)) if os.path.exists(log) else 0
@@ -90,6 +95,17 @@ def test_table_order_and_best_round(tmp):
     check(cells[6] == "-20.0%", cells[6])
 
 
+def test_commit_of_the_build(tmp):
+    rc, out, _, _ = run(tmp, ["a.fz:M=8"])
+    check(rc == 0, "exit status %d" % rc)
+    check("- fz commit: 1a2b3c4-dirty (the build of the fuse-run that ran)"
+          in out, out)
+    # a fuse-run that does not name its commit: the tree's, said so
+    rc, out, _, _ = run(tmp, ["a.fz:M=8"], mode="old-version")
+    check(rc == 0, "exit status %d" % rc)
+    check("(read from the tree; say which build ran if it differs)" in out, out)
+
+
 def test_failed_side(tmp):
     rc, out, _, _ = run(tmp, ["a.fz:M=8"], mode="fail")
     check(rc == 1, "exit status %d" % rc)
@@ -125,7 +141,8 @@ def test_rows_file(tmp):
 
 
 def main():
-    tests = [test_table_order_and_best_round, test_failed_side,
+    tests = [test_table_order_and_best_round, test_commit_of_the_build,
+             test_failed_side,
              test_skipped_without_gpu, test_bad_arguments, test_rows_file]
     failed = 0
     for t in tests:

@@ -4,7 +4,8 @@ from a saved report's results.json as that report has it, and the long
 rows and the size sweep from saved numbers, merged from two runs (a row
 measured twice as the later run has it, fz's failures listed with their
 error lines, every kind's fusions named, cross-entropy's rows and checks
-among them). Exits 1 on the first difference."""
+among them), and the commit the report names. Exits 1 on the first
+difference."""
 import json
 import os
 import subprocess
@@ -39,8 +40,31 @@ def point(name, n, fz, extra):
     return row
 
 
+def check_build_commit(tmp):
+    """The report's commit comes from fuse-run --version when it names
+    one, so that a report made in a copied tree names the build that ran."""
+    sys.path.insert(0, HERE)
+    import bench
+    fake = os.path.join(tmp, "fuse-run")
+    for line, want in (("fuse-run (fz) 0.1.0, commit 0123abc", "0123abc"),
+                       ("fuse-run (fz) 0.1.0, commit 0123abc-dirty",
+                        "0123abc-dirty"),
+                       ("fuse-run (fz) 0.1.0, commit unknown", None),
+                       ("fuse-run (fz) 0.1.0", None)):
+        with open(fake, "w") as fh:
+            fh.write("#!/bin/sh\necho '%s'\necho 'LLVM version 19.1.7'\n"
+                     % line)
+        os.chmod(fake, 0o755)
+        got = bench.build_commit(fake)
+        check(got == want, "build_commit of %r: %r" % (line, got))
+    check(bench.build_commit(os.path.join(tmp, "missing")) is None,
+          "build_commit of a missing fuse-run")
+
+
 def main():
     check("--sweep-only" in run("--help"), "--help lists --sweep-only")
+    with tempfile.TemporaryDirectory() as tmp:
+        check_build_commit(tmp)
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "saved")

@@ -514,6 +514,10 @@ fz_status fz_device_memory_free(fz_device *device, uint64_t ptr,
 
 /* The library version, "MAJOR.MINOR.PATCH"; a static string. */
 const char *fz_version(void);
+/* The commit libfz was built from: an abbreviated git hash, followed by
+ * "-dirty" when the sources differed from it, or "unknown" when the
+ * build had no git checkout; a static string. */
+const char *fz_build_commit(void);
 
 /* ---- building fusions through handles (lib/ir/api.c) ------------------ */
 /*

@@ -105,8 +105,8 @@ void cli_print_options(const cli_parser *p, FILE *out) {
 
 void cli_print_version(const char *tool, FILE *out) {
   /* the headers of the LLVM that libfz is built and linked with */
-  fprintf(out, "%s (fz) %s\nLLVM version %s\n", tool, fz_version(),
-          LLVM_VERSION_STRING);
+  fprintf(out, "%s (fz) %s, commit %s\nLLVM version %s\n", tool, fz_version(),
+          fz_build_commit(), LLVM_VERSION_STRING);
 }
 
 int cli_usage_error(const char *tool, const char *fmt, ...) {
