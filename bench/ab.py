@@ -30,6 +30,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+# the report's commit, found as bench.py finds its own
+from bench import build_commit, git_commit  # noqa: E402
 SKIPPED = 77
 
 TIME = re.compile(r"time: median ([0-9.]+) us over (\d+) runs, ([0-9.]+) MB moved, "
@@ -172,29 +175,6 @@ def device_name():
         return p.stdout.strip().splitlines()[0] if p.returncode == 0 and p.stdout.strip() else None
     except OSError:
         return None
-
-
-def git_commit():
-    try:
-        p = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           universal_newlines=True)
-        return p.stdout.strip() or None
-    except OSError:
-        return None
-
-
-def build_commit(fuse_run):
-    """The commit fuse-run's libfz was built from (its --version line,
-    "commit HASH[-dirty]"), or None when it does not say."""
-    try:
-        p = subprocess.run([fuse_run, "--version"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, universal_newlines=True)
-    except OSError:
-        return None
-    first = p.stdout.splitlines()[0] if p.returncode == 0 and p.stdout else ""
-    m = re.search(r", commit (\S+)$", first)
-    return m.group(1) if m and m.group(1) != "unknown" else None
 
 
 def main(argv=None):
