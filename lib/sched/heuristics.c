@@ -1,6 +1,9 @@
 /* heuristics.c - see heuristics.h. */
 #include "sched/heuristics.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 int64_t fz_pow2_ceil(int64_t n) {
   int64_t p = 1;
   while (p < n)
@@ -107,4 +110,10 @@ bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound) {
       return false;
   }
   return true;
+}
+
+void fz_plan_choose_row_values(fz_plan *p) {
+  const char *off = getenv("FZ_PREFETCH_ROW_VALUES");
+  p->prefetch_row_values = p->prefetch && !(off && strcmp(off, "0") == 0) &&
+                           fz_plan_has_row_values(p);
 }

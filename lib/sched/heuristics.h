@@ -64,6 +64,14 @@ int fz_plan_fit_vector(const fz_problem *pb, const fz_plan *p, int v,
 void fz_plan_set_access_vectors(const fz_problem *pb, fz_plan *p, int v,
                                 fz_access_filter walks, const void *ctx);
 
+/* ---- prefetch ------------------------------------------------------- */
+
+/* Sets p->prefetch_row_values: a prefetching persistent plan stages its
+ * row-constant inputs in its buffers (plan.h) wherever it has some,
+ * unless FZ_PREFETCH_ROW_VALUES=0 (registers a row ahead, for A/B
+ * timing). Call it with p->prefetch set, before fz_plan_shared_bytes. */
+void fz_plan_choose_row_values(fz_plan *p);
+
 /* ---- indexing -------------------------------------------------------- */
 
 /* Every offset, extent and the loop bound fit in int32: the kernel then

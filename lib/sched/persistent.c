@@ -137,6 +137,7 @@ static void assign_phases(fz_plan *p) {
  * prefetch hides. */
 static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   p->prefetch = false;
+  p->prefetch_row_values = false;
   if (pb->device.sm < 80 || p->kind != FZ_PLAN_INNER_OUTER_PERSISTENT ||
       tiles <= p->grid_x || !fz_plan_prefetch_pieces_fit(p))
     return;
@@ -145,6 +146,12 @@ static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   size_t bytes = fz_plan_shared_bytes(p);
   p->prefetch = bytes + 16 * 1024 <= room &&
                 (p->threads >= 512 || bytes <= 32 * 1024);
+  if (!p->prefetch)
+    return;
+  /* the row values' slots (a few KiB) beside the rows', where they fit */
+  fz_plan_choose_row_values(p);
+  if (fz_plan_shared_bytes(p) + 16 * 1024 > room)
+    p->prefetch_row_values = false;
 }
 
 /* An outer plan holds every row it is given: a block of ~512 threads
@@ -202,6 +209,7 @@ static bool outer_heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   p->blocks = grid;
   p->cooperative = true;
   p->prefetch = false;
+  p->prefetch_row_values = false;
   int64_t bound = rows + grid * by * held + fz_plan_row_points(p) +
                   (int64_t)p->block_x * p->vector;
   p->index32 = fz_plan_fits_int32(p, bound);

@@ -115,6 +115,7 @@ static bool cluster_prefetch(const fz_problem *pb, fz_plan *p, int per_sm,
   const char *off = getenv("FZ_CLUSTER_PREFETCH");
   p->prefetch = false;
   p->prefetch_single = false;
+  p->prefetch_row_values = false;
   if ((off && strcmp(off, "0") == 0) || pb->device.sm < 80 ||
       rows <= resident || (single && p->phases < 1) ||
       !fz_plan_prefetch_pieces_fit(p))
@@ -122,11 +123,18 @@ static bool cluster_prefetch(const fz_problem *pb, fz_plan *p, int per_sm,
   /* fz_plan_shared_bytes counts the buffers these ask for */
   p->prefetch = true;
   p->prefetch_single = single;
+  size_t room = (size_t)pb->device.max_shared_per_block;
   size_t block = fz_plan_shared_bytes(p) + FZ_CLUSTER_SHARED_EXTRA;
-  p->prefetch =
-      (size_t)per_sm * block <= (size_t)pb->device.max_shared_per_block;
+  p->prefetch = (size_t)per_sm * block <= room;
   p->prefetch_single = single && p->prefetch;
-  return p->prefetch;
+  if (!p->prefetch)
+    return false;
+  /* the row values' slots beside the rows', where they fit */
+  fz_plan_choose_row_values(p);
+  block = fz_plan_shared_bytes(p) + FZ_CLUSTER_SHARED_EXTRA;
+  if ((size_t)per_sm * block > room)
+    p->prefetch_row_values = false;
+  return true;
 }
 
 /* Sets the plan's launch for shape `sh`, prefetching into two buffers or

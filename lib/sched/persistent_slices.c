@@ -68,6 +68,7 @@ bool fz_persistent_slices_plan(const fz_problem *pb, fz_plan *p, int columns,
     p->column_slices = (int)S;
     p->cooperative = true;
     p->prefetch = false;
+    p->prefetch_row_values = false;
     int64_t bound = rows + p->grid_x * by * held + fz_plan_row_points(p) +
                     S * bx * p->vector;
     p->index32 = fz_plan_fits_int32(p, bound);

@@ -57,6 +57,37 @@ bool fz_plan_prefetched(const fz_plan *p, int a) {
   return p->prefetch && row_varying_input(p, a);
 }
 
+/* An input read by LOAD nodes that varies along the rows and not along
+ * the row, in whole cp.async pieces. */
+static bool row_constant_input(const fz_plan *p, int a) {
+  const fz_plan_access *acc = &p->accesses[a];
+  size_t bytes = fz_dtype_size(acc->dtype);
+  if (acc->is_output || acc->clamp || acc->gathered ||
+      !(bytes == 4 || bytes == 8))
+    return false;
+  bool along_rows = false, along_row = false, load = false;
+  for (int d = 0; d < p->rank; d++) {
+    along_rows |= !p->row_axes[d] && acc->strides[d] != 0;
+    along_row |= p->row_axes[d] && acc->strides[d] != 0;
+  }
+  for (int i = 0; i < p->num_nodes; i++)
+    load |= p->nodes[i].kind == FZ_NODE_LOAD && p->nodes[i].access == a;
+  return along_rows && !along_row && load;
+}
+
+bool fz_plan_row_value_staged(const fz_plan *p, int a) {
+  return p->prefetch && p->prefetch_row_values && row_constant_input(p, a);
+}
+
+bool fz_plan_has_row_values(const fz_plan *p) {
+  if (!fz_plan_is_persistent(p))
+    return false;
+  for (int a = 0; a < p->num_accesses; a++)
+    if (row_constant_input(p, a))
+      return true;
+  return false;
+}
+
 bool fz_plan_held_in_shared(const fz_plan *p, int a) {
   return p->held_shared && p->kind == FZ_PLAN_OUTER_PERSISTENT &&
          row_varying_input(p, a);
@@ -88,18 +119,23 @@ bool fz_plan_prefetch_pieces_fit(const fz_plan *p) {
 
 /* Dynamic shared memory: a prefetching plan's two buffers (one with
  * prefetch_single), each with every prefetched access's groups for every
- * thread; a held_shared plan's held rows, each with every held access's
+ * thread and every staged row value's slot for every thread; a held_shared plan's held rows, each with every held access's
  * groups for every thread. */
 size_t fz_plan_shared_bytes(const fz_plan *p) {
-  size_t one = 0, held = 0;
+  size_t one = 0, held = 0, row_values = 0;
   for (int a = 0; a < p->num_accesses; a++) {
     size_t groups = (size_t)p->persistent * (size_t)p->threads *
                     (size_t)p->vector * fz_dtype_size(p->accesses[a].dtype);
     if (fz_plan_prefetched(p, a))
       one += groups;
+    if (fz_plan_row_value_staged(p, a))
+      row_values += (size_t)p->threads * fz_dtype_size(p->accesses[a].dtype);
     if (fz_plan_held_in_shared(p, a))
       held += (size_t)p->unroll * groups;
   }
+  /* a buffer's row-value slots follow its groups, padded so that the
+   * second buffer's 16-byte pieces stay aligned */
+  one += (row_values + 15) / 16 * 16;
   /* the column exchange overlays the prefetch buffers */
   size_t buffers = (p->prefetch_single ? 1 : 2) * one;
   size_t exchange = fz_plan_column_exchange_bytes(p);
@@ -470,7 +506,12 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
 /* How a plan prefetches: two buffers print as they did before there
  * was a choice. */
 static const char *prefetch_text(const fz_plan *p) {
-  return !p->prefetch ? "" : p->prefetch_single ? " prefetch=1" : " prefetch";
+  if (!p->prefetch)
+    return "";
+  if (p->prefetch_row_values)
+    return p->prefetch_single ? " prefetch=1 row-values=shared"
+                              : " prefetch row-values=shared";
+  return p->prefetch_single ? " prefetch=1" : " prefetch";
 }
 
 /* A field added here goes into plan_id.c's fz_plan_identify too, in the

@@ -276,6 +276,14 @@ typedef struct fz_plan {
    * for registers (lib/lower/persistent_prefetch.c says when), and waits
    * for at the next row's start. Meaningless without prefetch. */
   bool prefetch_single;
+  /* A prefetching plan whose rows read row-constant inputs (mean, rstd,
+   * a label: fz_plan_row_value_staged) copies the next row's values of
+   * them into its buffer too, one slot a thread, by cp.async with the
+   * rest, and reads them back once the row's copies have landed. Loaded
+   * into registers a row ahead instead, such a load is placed by ptxas
+   * near the end of the row loop (which shortens its live range), where
+   * the loop's back edge waits a full memory latency for it. */
+  bool prefetch_row_values;
   /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
    * order of the nodes that first read them, and their bound values:
    * kernel parameters like the extents (fz_plan_symbol_param gives a
@@ -361,6 +369,15 @@ int fz_plan_symbol_param(const fz_plan *plan, const fz_plan_node *node);
 /* Whether access `a` is one a prefetching plan copies ahead: an input
  * read in the full space that varies along the rows and the columns. */
 bool fz_plan_prefetched(const fz_plan *plan, int a);
+/* Whether access `a` is one whose next row's value a prefetching plan
+ * with prefetch_row_values copies into its buffer: an input that varies
+ * along the rows only (one value a row), of 4 or 8 bytes an element (a
+ * whole cp.async piece), read by LOAD nodes, neither clamped nor
+ * gathered. */
+bool fz_plan_row_value_staged(const fz_plan *p, int a);
+/* Whether some access of the plan would be staged so were
+ * prefetch_row_values set (the scheduler asks before it sets it). */
+bool fz_plan_has_row_values(const fz_plan *p);
 /* Whether access `a` is one whose held rows a held_shared plan keeps in
  * shared memory: the same inputs as a prefetch's. */
 bool fz_plan_held_in_shared(const fz_plan *plan, int a);

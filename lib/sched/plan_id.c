@@ -85,8 +85,10 @@ static void put_launch(writer *w, const fz_plan *p) {
     put_i(w, p->phases);
     put_u(w, p->cooperative);
     put_u(w, p->prefetch);
-    if (p->prefetch) /* the key prints it only then */
+    if (p->prefetch) { /* the key prints them only then */
       put_u(w, p->prefetch_single);
+      put_u(w, p->prefetch_row_values);
+    }
     for (int k = 0; k < p->rank; k++)
       put_u(w, p->reduced[k]);
     if (fz_plan_is_persistent(p)) {
