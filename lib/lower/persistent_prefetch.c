@@ -14,7 +14,7 @@
  * thread's cp.async.wait_group orders its own copies. The buffer a thread
  * refills was read by the same thread one row earlier, into registers
  * whose values have since been used. Row-constant inputs (mean, rstd) of
- * 4 or 8 bytes are copied with them (plan->prefetch_row_values), each
+ * 4 or 8 bytes may be copied with them (plan->prefetch_row_values), each
  * thread its own row's value into a slot of its own, and read back after
  * the row's wait. The others are loaded one row ahead into registers,
  * carried across the loop in an alloca (promoted by mem2reg); ptxas tends

@@ -66,10 +66,11 @@ void fz_plan_set_access_vectors(const fz_problem *pb, fz_plan *p, int v,
 
 /* ---- prefetch ------------------------------------------------------- */
 
-/* Sets p->prefetch_row_values: a prefetching persistent plan stages its
- * row-constant inputs in its buffers (plan.h) wherever it has some,
- * unless FZ_PREFETCH_ROW_VALUES=0 (registers a row ahead, for A/B
- * timing). Call it with p->prefetch set, before fz_plan_shared_bytes. */
+/* Sets p->prefetch_row_values: a prefetching persistent plan that has
+ * row-constant inputs stages them in its buffers (plan.h) when a thread
+ * prefetches at most 64 bytes a row (heuristics.c says what was
+ * measured); FZ_PREFETCH_ROW_VALUES=0 never, =1 always (for A/B timing).
+ * Call it with p->prefetch set, before fz_plan_shared_bytes. */
 void fz_plan_choose_row_values(fz_plan *p);
 
 /* ---- indexing -------------------------------------------------------- */
