@@ -448,7 +448,7 @@ static fz_status check_axes(parser *p, const char *attr, const int *axes,
                             const char *of_what) {
   bool seen[FZ_MAX_RANK] = {false};
   for (int i = 0; i < count; i++) {
-    if (axes[i] >= rank)
+    if (axes[i] < 0 || axes[i] >= rank)
       return ERROR(p, toks[i], "axis %d is out of range for %s of rank %d",
                    axes[i], of_what, rank);
     if (seen[axes[i]])
@@ -459,16 +459,18 @@ static fz_status check_axes(parser *p, const char *attr, const int *axes,
 }
 
 /* Negative axes become axis + rank (fz_wrap_axes); one below -rank is
- * reported where it was written. */
+ * reported where it was written, whichever axis fz_wrap_axes found out of
+ * range first (an axis >= rank is left for type inference to report). */
 static fz_status wrap_axes(parser *p, int *axes, int count,
                            const fz_token **toks, int rank,
                            const char *of_what) {
   int original[FZ_MAX_RANK];
   memcpy(original, axes, sizeof *axes * (size_t)count);
-  int bad = fz_wrap_axes(count, axes, rank);
-  if (bad >= 0 && original[bad] < 0)
-    return ERROR(p, toks[bad], "axis %d is out of range for %s of rank %d",
-                 original[bad], of_what, rank);
+  fz_wrap_axes(count, axes, rank);
+  for (int i = 0; i < count; i++)
+    if (axes[i] < 0)
+      return ERROR(p, toks[i], "axis %d is out of range for %s of rank %d",
+                   original[i], of_what, rank);
   return FZ_OK;
 }
 
