@@ -45,20 +45,32 @@ static void reduce(fz_monomial *m) {
     m->den = 1;
     return;
   }
+  /* gcd64 of INT64_MIN may be -1, and INT64_MIN / -1 is no int64 */
+  if (m->num == INT64_MIN || m->den == INT64_MIN) {
+    m->overflow = true;
+    return;
+  }
   int64_t g = gcd64(m->num, m->den);
   m->num /= g;
   m->den /= g;
 }
 
+/* Once overflowed, a monomial keeps its numbers as they were: an
+ * overflowing product is not stored (__builtin_mul_overflow would store
+ * its wrapped value, which reduce could then divide by -1). */
 static void mul_constant(fz_monomial *m, int64_t c, int power) {
-  if (power > 0) {
-    if (!fz_size_mul(m->num, c, &m->num))
-      m->overflow = true;
-  } else if (c == 0) {
+  if (m->overflow)
+    return;
+  if (power <= 0 && c == 0) {
     m->overflow = true; /* a division by zero proves nothing */
-  } else if (!fz_size_mul(m->den, c, &m->den)) {
-    m->overflow = true;
+    return;
   }
+  int64_t *into = power > 0 ? &m->num : &m->den, product;
+  if (!fz_size_mul(*into, c, &product)) {
+    m->overflow = true;
+    return;
+  }
+  *into = product;
   reduce(m);
 }
 
