@@ -229,25 +229,37 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any) {
   return load_row_values(s, base);
 }
 
+/* Load node i's `lanes` values from the shared-memory slot `from`, in
+ * the node's dtype. */
+static bool load_slot(pers *s, int i, LLVMValueRef from, int lanes,
+                      LLVMValueRef *out) {
+  fz_kernel *k = s->k;
+  fz_emit *e = &k->e;
+  const fz_plan_node *n = &s->p->nodes[i];
+  const fz_plan_access *a = &s->p->accesses[n->access];
+  if (!fz_emit_load(e, a, from, fz_kernel_idx(k, 0), fz_kernel_idx(k, 1),
+                    lanes, out))
+    return false;
+  for (int l = 0; l < lanes; l++)
+    if (!(out[l] = fz_emit_convert(e, out[l], a->dtype, n->dtype)))
+      return false;
+  return !e->failed;
+}
+
 /* The current row's row-constant values, loaded one row ahead or (once
  * the row's copies have landed) read back from its buffer, into the row
  * table. */
 static bool take_row_values(pers *s) {
-  fz_kernel *k = s->k;
-  fz_emit *e = &k->e;
+  fz_emit *e = &s->k->e;
   const fz_plan *p = s->p;
+  LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "pf.buf");
   for (int i = 0; i < p->num_nodes; i++) {
     if (!is_row_load(s, i))
       continue;
     const fz_plan_node *n = &p->nodes[i];
-    const fz_plan_access *a = &p->accesses[n->access];
     LLVMValueRef v;
     if (fz_plan_row_value_staged(p, n->access)) {
-      LLVMValueRef parity =
-          LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "pf.buf");
-      if (!fz_emit_load(e, a, row_value_slot(s, n->access, parity),
-                        fz_kernel_idx(k, 0), fz_kernel_idx(k, 1), 1, &v) ||
-          !(v = fz_emit_convert(e, v, a->dtype, n->dtype)))
+      if (!load_slot(s, i, row_value_slot(s, n->access, parity), 1, &v))
         return false;
     } else {
       v = LLVMBuildLoad2(e->b, fz_emit_reg_type(e, n->dtype), s->pf_rowval[i],
@@ -312,21 +324,10 @@ bool fz_pers_prefetch_refill(pers *s) {
 }
 
 bool fz_pers_prefetch_load(pers *s, int i, int g) {
-  fz_kernel *k = s->k;
-  fz_emit *e = &k->e;
-  const fz_plan *p = s->p;
-  const fz_plan_node *n = &p->nodes[i];
-  const fz_plan_access *a = &p->accesses[n->access];
+  fz_emit *e = &s->k->e;
   LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "pf.buf");
-  LLVMValueRef from = slot(s, n->access, g, parity);
-  LLVMValueRef *out = fz_slot_val(p, pers_full(s, g, 0), i);
-  if (!fz_emit_load(e, a, from, fz_kernel_idx(k, 0), fz_kernel_idx(k, 1), s->V,
-                    out))
-    return false;
-  for (int l = 0; l < s->V; l++)
-    if (!(out[l] = fz_emit_convert(e, out[l], a->dtype, n->dtype)))
-      return false;
-  return !e->failed;
+  return load_slot(s, i, slot(s, s->p->nodes[i].access, g, parity), s->V,
+                   fz_slot_val(s->p, pers_full(s, g, 0), i));
 }
 
 void fz_pers_prefetch_end(pers *s) {
