@@ -3,8 +3,11 @@
 torch.compile in one run, on the same GPU, with the same shapes and layouts.
 
 Times are medians over many runs measured with CUDA events after warm-up,
-each run enqueued behind a 256 MiB write that evicts the L2 cache and keeps
-the GPU busy while the host enqueues the run, the events read after the
+each run enqueued behind a flush that keeps the GPU busy while the host
+enqueues the run and leaves the L2 as a stream of such runs would (a 256
+MiB read that evicts it, then a write of as many bytes as the run writes,
+so that the run pays for the write-backs its own writes cost; --flush
+write: a 256 MiB write, as Triton's do_bench), the events read after the
 last run (fuse-run times fz the same way). GB/s counts each input read once and
 each output written once; "% copy" is against a device-to-device copy
 measured here. Prints a Markdown table; --json writes the raw numbers;
@@ -24,6 +27,7 @@ Three groups of measurements:
 
 usage: bench.py [--fuse-run PATH] [--only NAME[,NAME]] [--iters K]
                 [--json F] [--report DIR] [--no-compile] [--no-sweep]
+                [--flush steady|write]
        bench.py --sweep-only [--only FAMILY[,FAMILY]] [--report DIR]
        bench.py --from-json F[,F...] --report DIR
 """
@@ -360,21 +364,48 @@ def sweep_sizes(key):
     return out
 
 
+# "steady" (a read, then a write of the run's own output bytes) or "write"
+# (a 256 MiB write); set from --flush, and for fuse-run through
+# FZ_TIMER_FLUSH.
+FLUSH = "steady"
+
+
+def written_bytes(out):
+    """Bytes of the tensors a call returns (nested tuples and lists too):
+    what the steady flush writes before each timed run."""
+    if hasattr(out, "numel") and hasattr(out, "element_size"):
+        return out.numel() * out.element_size()
+    if isinstance(out, (tuple, list)):
+        return sum(written_bytes(o) for o in out)
+    return 0
+
+
 def time_torch(fn, inputs, iters, warmup=10):
     """Median time of fn(*inputs) in us, timed as fuse-run times fz: every
-    run is enqueued behind a 256 MiB write that evicts the L2 cache and
-    keeps the GPU busy while the host enqueues the run (so the host's
-    launch latency stays out of the time, as in Triton's do_bench), and
-    the events are read after the last run."""
+    run is enqueued behind a flush that keeps the GPU busy while the host
+    enqueues the run (so the host's launch latency stays out of the time,
+    as in Triton's do_bench) and leaves the L2 as a stream of such runs
+    would: a 256 MiB read evicts it, then a write of as many bytes as the
+    run writes leaves that many dirty lines for the run to write back
+    (FLUSH "write": a 256 MiB write, which leaves the L2 full of dirty
+    lines whatever the run writes). The events are read after the last
+    run."""
     import torch
+    written = 0
     for _ in range(warmup):
-        fn(*inputs)
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        written = written_bytes(fn(*inputs))
+    written = min(written, FLUSH_BYTES) // 4
+    flush = torch.zeros(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     events = [(torch.cuda.Event(enable_timing=True),
                torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
     torch.cuda.synchronize()
     for r, (a, b) in enumerate(events):
-        flush.fill_(r)
+        if FLUSH == "write":
+            flush.fill_(r)
+        else:
+            flush.sum()
+            if written:
+                flush[:written].zero_()
         a.record()
         fn(*inputs)
         b.record()
@@ -407,7 +438,7 @@ def compile_fresh(fn):
 def sweep_iters(nbytes, copy_gbs, iters, budget_s=0.05):
     """Timed runs for one sweep measurement: as many as fit in budget_s of
     GPU time (a run costs about its bytes at the copy's rate plus the
-    L2-evicting write before it), at most `iters`, at least 10. Only the
+    L2-evicting flush before it), at most `iters`, at least 10. Only the
     largest sizes get fewer than the default."""
     per_run_s = (nbytes + 2 * FLUSH_BYTES) / (copy_gbs * 1e9)
     return max(10, min(iters, int(budget_s / per_run_s)))
@@ -672,6 +703,8 @@ def load_json(paths):
             data.setdefault("checks", [])
             data["copies"] = [d["copy_gbs"]]
             continue
+        if d.get("flush", "write") != data.get("flush", "write"):
+            data["flush"] = "mixed"
         data["results"] += d.get("results", [])
         data["sweep"] += d.get("sweep", [])
         data["checks"] += d.get("checks", [])
@@ -720,10 +753,17 @@ def write_report(data, out_dir):
             ("driver", data.get("driver")), ("torch", data.get("torch")),
             ("fz commit", data.get("commit")),
             ("runs", "median of %s timed runs each (CUDA events, after "
-                     "warm-up; each run enqueued behind a 256 MiB "
-                     "L2-evicting write, so neither cached data nor the "
-                     "host's launch latency is in the time)"
-             % data.get("iters", "?")),
+                     "warm-up; each run enqueued behind %s, so neither "
+                     "cached data nor the host's launch latency is in the "
+                     "time)"
+             % (data.get("iters", "?"),
+                {"write": "a 256 MiB L2-evicting write",
+                 "mixed": "a 256 MiB L2-evicting write in some of the "
+                          "merged runs and a read in others (their times "
+                          "are not comparable)"}.get(
+                    data.get("flush", "write"),
+                    "a 256 MiB L2-evicting read and a write of as many "
+                    "bytes as the run writes"))),
             ("copy", copy_text)]
     lines += ["- %s: %s" % (k, v) for k, v in meta if v is not None]
     lines += ["",
@@ -1091,6 +1131,11 @@ def main():
                          "saved results JSON; comma-separated files are "
                          "merged into one report")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--flush", choices=("steady", "write"), default="steady",
+                    help="before each timed run: a 256 MiB read, then a write "
+                         "of the run's own output bytes (steady), or a 256 "
+                         "MiB write (write, as Triton's do_bench and reports "
+                         "before 2026-12-07)")
     ap.add_argument("--commit", default="",
                     help="fz commit the binaries were built from, for the "
                          "report (default: the one fuse-run --version names, "
@@ -1105,6 +1150,12 @@ def main():
         return 0
 
     import torch
+    global FLUSH
+    FLUSH = args.flush
+    if FLUSH == "write":  # fuse-run's timer reads it
+        os.environ["FZ_TIMER_FLUSH"] = "write"
+    else:
+        os.environ.pop("FZ_TIMER_FLUSH", None)
     only = [s for s in args.only.split(",") if s]
     rows = []
     if not args.sweep_only:
@@ -1119,7 +1170,8 @@ def main():
 
     name = torch.cuda.get_device_name()
     copy = copy_bandwidth(20)
-    data = dict(device=name, copy_gbs=copy, iters=args.iters, results=[],
+    data = dict(device=name, copy_gbs=copy, iters=args.iters, flush=FLUSH,
+                results=[],
                 sweep=[], checks=[], driver=driver_version(),
                 torch=torch.__version__, cuda=torch.version.cuda,
                 commit=(args.commit or build_commit(args.fuse_run)

@@ -61,8 +61,30 @@ def check_build_commit(tmp):
           "build_commit of a missing fuse-run")
 
 
+class FakeTensor:
+    def __init__(self, n, size):
+        self.n, self.size = n, size
+
+    def numel(self):
+        return self.n
+
+    def element_size(self):
+        return self.size
+
+
+def check_written_bytes():
+    """What the steady flush writes before a run: the bytes of every tensor
+    the call returns, nested or not, and nothing for other values."""
+    sys.path.insert(0, HERE)
+    import bench
+    got = bench.written_bytes((FakeTensor(10, 4), [FakeTensor(3, 2), None], 7))
+    check(got == 46, "written bytes of nested outputs: %s" % got)
+    check(bench.written_bytes(None) == 0, "no bytes for no tensor")
+
+
 def main():
     check("--sweep-only" in run("--help"), "--help lists --sweep-only")
+    check_written_bytes()
     with tempfile.TemporaryDirectory() as tmp:
         check_build_commit(tmp)
 
@@ -90,7 +112,8 @@ def main():
             checks=[dict(check="softmax backward", max_abs_err=1e-16, ok=True),
                     dict(check="cross-entropy forward", max_abs_err=2e-15,
                          ok=True)])
-        second = dict(device="GPU", copy_gbs=4100.0, iters=30, results=[
+        second = dict(device="GPU", copy_gbs=4100.0, iters=30, flush="write",
+                      results=[
             point("softmax forward bf16 65536x4096", 1 << 30, 250.0,
                   dict(long_row, m=65536, n=4096, fz_plan="inner-persistent"))],
             checks=[dict(check="softmax backward", max_abs_err=1e-16, ok=True)],
@@ -128,9 +151,22 @@ def main():
         check(sum(l.startswith("| [") for l in table(got)) == 2,
               "a sweep table row per size")
         check("4000, 4100 GB/s" in got, "both runs' copies named")
+        check("256 MiB L2-evicting write, so" in got,
+              "a run saved without its flush was timed behind the write")
         for png in ("long_rows.png", "sweep.png"):
             check(os.path.exists(os.path.join(out, png)) or "(No chart:" in got,
                   "%s drawn, or the report says why not" % png)
+        # the flush each run was timed behind, and a merge of two kinds
+        first["flush"] = "steady"
+        with open(paths[0], "w") as fh:
+            json.dump(first, fh)
+        for which, want in (([paths[0]], "256 MiB L2-evicting read and a write "
+                              "of as many bytes as the run writes"),
+                            (paths, "are not comparable")):
+            out = os.path.join(tmp, "flush%d" % len(which))
+            run("--from-json", ",".join(which), "--report", out)
+            with open(os.path.join(out, "report.md")) as fh:
+                check(want in fh.read(), "the report says: %s" % want)
     print("bench report: 1 passed, 0 failed")
 
 

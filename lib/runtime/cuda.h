@@ -360,25 +360,43 @@ fz_status fz_copy_device_async(fz_device *device, CUdeviceptr dst,
                                fz_error *err);
 
 /* Times `runs` repetitions of work on one stream, one pair of CUDA events
- * each. All runs are enqueued before any is read, each behind a write of
- * a buffer larger than the L2 cache: the write evicts the previous run's
- * data, so each run reads from device memory as a cold call would, and it
- * keeps the GPU busy while the host enqueues the run, so the launch
- * latency of the host stays out of the time (the method of Triton's
- * do_bench). */
+ * each. All runs are enqueued before any is read, each behind a flush
+ * that keeps the GPU busy while the host enqueues the run, so the launch
+ * latency of the host stays out of the time, and that leaves the L2 as a
+ * stream of such runs would leave it:
+ *   - a read of a buffer larger than the L2 (a small kernel of the
+ *     timer's own), which evicts the previous run's data, so each run
+ *     reads from device memory as a cold call would;
+ *   - then a write of as many bytes as the run writes
+ *     (fz_timer_set_written; at most the buffer), whose dirty lines the
+ *     run writes back as it evicts them: what the run's own writes cost
+ *     the run after it.
+ * FZ_TIMER_FLUSH=write in the environment (read at fz_timer_create)
+ * flushes with a write of the whole buffer instead, as Triton's do_bench
+ * does: then every run pays for an L2 full of dirty lines whatever it
+ * writes itself (about 6 us on an H100; bench/README.md). */
 typedef struct fz_timer {
   fz_device *device;
   int runs;
   CUevent *start, *stop;
   CUstream stream;
-  CUdeviceptr flush;
-  size_t flush_words;
+  CUdeviceptr flush;   /* read before each run, then partly written */
+  size_t flush_bytes;
+  size_t flush_pieces; /* its 16-byte pieces, the read kernel's count */
+  size_t written;      /* bytes written after the read */
+  bool write_flush;    /* FZ_TIMER_FLUSH=write */
+  CUdeviceptr sink;    /* what the read kernel may write: never, in fact */
+  CUmodule module;
+  CUfunction read;
 } fz_timer;
 
 fz_status fz_timer_create(fz_device *device, int runs, fz_timer **out,
                           fz_error *err);
 /* Accepts NULL. */
 void fz_timer_destroy(fz_timer *timer);
+/* The bytes each timed run writes (0 until set), which the flush writes
+ * after its read. */
+void fz_timer_set_written(fz_timer *timer, size_t bytes);
 /* Enqueues the cache flush, then run's start event. */
 fz_status fz_timer_start(fz_timer *timer, int run, CUstream stream,
                          fz_error *err);

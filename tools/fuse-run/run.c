@@ -341,6 +341,7 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
   for (int r = 0; r < c->warmup; r++)
     CHECK(fz_executor_run(ex, din, f->num_inputs, dout, f->num_outputs, NULL,
                           &err));
+  fz_timer_set_written(timer, (size_t)output_bytes);
   for (int r = 0; r < c->iters; r++) {
     CHECK(fz_timer_start(timer, r, NULL, &err));
     CHECK(fz_executor_run(ex, din, f->num_inputs, dout, f->num_outputs, NULL,
@@ -359,6 +360,7 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
     CHECK(fz_device_memory_alloc(dev, copy_bytes, &b, &err));
     for (int r = 0; r < c->warmup + 1; r++)
       CHECK(fz_copy_device(dev, b, a, copy_bytes, &err));
+    fz_timer_set_written(timer, copy_bytes);
     for (int r = 0; r < c->iters; r++) {
       CHECK(fz_timer_start(timer, r, NULL, &err));
       CHECK(fz_copy_device_async(dev, b, a, copy_bytes, NULL, &err));
