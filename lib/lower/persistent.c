@@ -1034,11 +1034,18 @@ static bool body(pers *s) {
   if (!entry(s) || !tile_walk_init(s, &w))
     return false;
   tile_walk_last(s, &w);
-  if (p->prefetch &&
-      !fz_pers_prefetch_begin(
-          s, clamped_row(s, &w, w.ctaid),
-          LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, "")))
-    return false;
+  if (p->prefetch) {
+    LLVMValueRef first = clamped_row(s, &w, w.ctaid);
+    LLVMValueRef any = LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, "");
+    LLVMValueRef second = NULL, any_second = NULL;
+    if (p->prefetch_deep) { /* three buffers: the tile after the first too */
+      LLVMValueRef t = LLVMBuildAdd(b, w.ctaid, w.nctaid, "tile.second");
+      second = clamped_row(s, &w, t);
+      any_second = LLVMBuildICmp(b, LLVMIntULT, t, w.tiles, "");
+    }
+    if (!fz_pers_prefetch_begin(s, first, any, second, any_second))
+      return false;
+  }
   /* A dynamic block has one block a row (plan.h): no loop over rows,
    * whose backend would keep each group's run-time offset as an
    * induction variable of its own. */
@@ -1062,8 +1069,15 @@ static bool body(pers *s) {
       s->pf_next = row;
       s->pf_more = more;
     }
+    /* three buffers: the copies go out for the tile after the next */
+    LLVMValueRef ahead = row, more_ahead = more;
+    if (p->prefetch_deep) {
+      LLVMValueRef after = LLVMBuildAdd(b, next, w.nctaid, "tile.ahead");
+      ahead = clamped_row(s, &w, after);
+      more_ahead = LLVMBuildICmp(b, LLVMIntULT, after, w.tiles, "");
+    }
     if (!(single ? fz_pers_prefetch_wait(s)
-                 : fz_pers_prefetch_next(s, row, more)))
+                 : fz_pers_prefetch_next(s, row, ahead, more_ahead)))
       return false;
   }
   if (!row_loads(s))

@@ -97,7 +97,7 @@ typedef struct pers {
   /* plan->prefetch (persistent_prefetch.c): the dynamic shared buffers,
    * the buffer of the current row (i32 alloca, 0 or 1), and per node an
    * alloca carrying a row-constant load one row ahead (or NULL). */
-  LLVMValueRef pf_smem, pf_parity;
+  LLVMValueRef pf_smem, pf_buf; /* pf_buf: the current row's buffer (i32) */
   LLVMValueRef *pf_rowval;
   /* plan->prefetch_single: the next row (clamped) and whether there is
    * one (i1), from the row's start until its copies are issued (NULL
@@ -171,13 +171,18 @@ void fz_pers_load_lanes(fz_emit *e, LLVMTypeRef t, size_t size,
 /* ---- persistent_prefetch.c ----------------------------------------------- */
 
 /* Before the row loop, the first row's copies (`first`: the clamped row
- * index, `any`: i1, the block has a row); in the loop, after row_start,
- * the next row's copies (`next`, `more`) and the wait for the current
- * row's; fz_pers_prefetch_load reads LOAD node i of group g from the
- * current buffer into the group's table; fz_pers_prefetch_end flips the
- * buffer at the end of a row. */
-bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any);
-bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more);
+ * index, `any`: i1, the block has a row) and, with three buffers
+ * (plan->prefetch_deep), the second row's (`second`, `any_second`; else
+ * unused); in the loop, after row_start, the copies of the row `ahead`
+ * (the next row, or with three buffers the one after it; `more_ahead`:
+ * i1, it exists), the wait for the current row's, and the row-constant
+ * loads of the `next` row; fz_pers_prefetch_load reads LOAD node i of
+ * group g from the current buffer into the group's table;
+ * fz_pers_prefetch_end moves on to the next buffer at the end of a row. */
+bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any,
+                            LLVMValueRef second, LLVMValueRef any_second);
+bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef ahead,
+                           LLVMValueRef more_ahead);
 bool fz_pers_prefetch_load(pers *s, int i, int g);
 void fz_pers_prefetch_end(pers *s);
 /* With one buffer (plan->prefetch_single), instead of

@@ -8,7 +8,9 @@
  * while the block reduces and stores. With it, the row's loads were issued
  * one row earlier and the wait is short or none.
  *
- * How: two buffers in dynamic shared memory, alternating by row. Each
+ * How: two buffers in dynamic shared memory, taken in turn by row (three
+ * with plan->prefetch_deep: the copies then go out two rows ahead, and
+ * the wait leaves the newest two rows' copies in flight). Each
  * thread copies exactly the pieces of the row that it later reads itself
  * (cp.async, global -> shared, no registers), so no barrier is needed: a
  * thread's cp.async.wait_group orders its own copies. The buffer a thread
@@ -16,13 +18,14 @@
  * whose values have since been used. Row-constant inputs (mean, rstd) of
  * 4 or 8 bytes may be copied with them (plan->prefetch_row_values), each
  * thread its own row's value into a slot of its own, and read back after
- * the row's wait. The others are loaded one row ahead into registers,
+ * the row's wait. The others are loaded one row ahead into registers
+ * (with three buffers too),
  * carried across the loop in an alloca (promoted by mem2reg); ptxas tends
  * to place such a load late in the loop, where the back edge's copy of
  * the value waits for it (ncu: 15% of the stall samples of bf16 layer
  * norm backward, 2048x8192 on an H100, at that one copy).
  *
- * Layout: buffer (0/1) -> prefetched access (plan order) -> group -> the
+ * Layout: buffer (0, 1, 2) -> prefetched access (plan order) -> group -> the
  * block's threads -> this thread's V lanes (V * element size bytes), then
  * each staged row-constant access (plan order) -> the block's threads.
  * With 16-byte pieces a warp's reads and copies cover whole bank rows; a
@@ -201,7 +204,35 @@ static bool load_row_values(pers *s, const LLVMValueRef *base) {
   return !k->e.failed;
 }
 
-bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any) {
+/* The copies of the row whose offset bases are `base` into buffer `buf`
+ * if `exists`, as one commit group (an empty one without the row, so
+ * that the groups still count rows). */
+static bool copy_group(pers *s, const LLVMValueRef *base, LLVMValueRef exists,
+                       LLVMValueRef buf, const char *name) {
+  fz_emit *e = &s->k->e;
+  fz_if has;
+  fz_if_begin(e, &has, exists, name);
+  if (!copy_row(s, base, buf))
+    return false;
+  fz_if_end(e, &has);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+  return !e->failed;
+}
+
+/* The buffer after `buf`, in the order rows take them. */
+static LLVMValueRef next_buffer(pers *s, LLVMValueRef buf) {
+  fz_emit *e = &s->k->e;
+  int buffers = fz_plan_prefetch_buffers(s->p);
+  if (buffers == 2)
+    return LLVMBuildXor(e->b, buf, fz_emit_i32(e, 1), "");
+  LLVMValueRef up = LLVMBuildAdd(e->b, buf, fz_emit_i32(e, 1), "");
+  LLVMValueRef wraps =
+      LLVMBuildICmp(e->b, LLVMIntEQ, up, fz_emit_i32(e, buffers), "");
+  return LLVMBuildSelect(e->b, wraps, fz_emit_i32(e, 0), up, "");
+}
+
+bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any,
+                            LLVMValueRef second, LLVMValueRef any_second) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
@@ -210,23 +241,27 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any) {
   s->pf_smem = LLVMAddGlobalInAddressSpace(e->mod, t, "fz_prefetch", 3);
   LLVMSetLinkage(s->pf_smem, LLVMExternalLinkage);
   LLVMSetAlignment(s->pf_smem, 16);
-  s->pf_parity = fz_pers_entry_alloca(s, e->t_i32, "pf.parity");
-  LLVMBuildStore(b, fz_emit_i32(e, 0), s->pf_parity);
+  s->pf_buf = fz_pers_entry_alloca(s, e->t_i32, "pf.buf");
+  LLVMBuildStore(b, fz_emit_i32(e, 0), s->pf_buf);
   for (int i = 0; i < p->num_nodes; i++)
     if (is_row_load(s, i) && !fz_plan_row_value_staged(p, p->nodes[i].access))
       s->pf_rowval[i] = fz_pers_entry_alloca(
           s, fz_emit_reg_type(e, p->nodes[i].dtype), "pf.row");
-  LLVMValueRef base[MAX_ACCESSES];
   if (p->num_accesses > MAX_ACCESSES)
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
+  LLVMValueRef base[MAX_ACCESSES];
   fz_pers_row_bases(s, first, base);
-  fz_if has;
-  fz_if_begin(e, &has, any, "pf.first");
-  if (!copy_row(s, base, fz_emit_i32(e, 0)))
+  if (!copy_group(s, base, any, fz_emit_i32(e, 0), "pf.first") ||
+      !load_row_values(s, base))
     return false;
-  fz_if_end(e, &has);
-  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-  return load_row_values(s, base);
+  /* three buffers: the second row too, so that each row's copies go out
+   * two rows ahead of it */
+  if (p->prefetch_deep) {
+    fz_pers_row_bases(s, second, base);
+    if (!copy_group(s, base, any_second, fz_emit_i32(e, 1), "pf.second"))
+      return false;
+  }
+  return true;
 }
 
 /* Load node i's `lanes` values from the shared-memory slot `from`, in
@@ -252,14 +287,14 @@ static bool load_slot(pers *s, int i, LLVMValueRef from, int lanes,
 static bool take_row_values(pers *s) {
   fz_emit *e = &s->k->e;
   const fz_plan *p = s->p;
-  LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "pf.buf");
+  LLVMValueRef buf = LLVMBuildLoad2(e->b, e->t_i32, s->pf_buf, "pf.buf");
   for (int i = 0; i < p->num_nodes; i++) {
     if (!is_row_load(s, i))
       continue;
     const fz_plan_node *n = &p->nodes[i];
     LLVMValueRef v;
     if (fz_plan_row_value_staged(p, n->access)) {
-      if (!load_slot(s, i, row_value_slot(s, n->access, parity), 1, &v))
+      if (!load_slot(s, i, row_value_slot(s, n->access, buf), 1, &v))
         return false;
     } else {
       v = LLVMBuildLoad2(e->b, fz_emit_reg_type(e, n->dtype), s->pf_rowval[i],
@@ -272,26 +307,32 @@ static bool take_row_values(pers *s) {
   return !e->failed;
 }
 
-bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef more) {
+bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef ahead,
+                           LLVMValueRef more_ahead) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;
   LLVMBuilderRef b = e->b;
   const fz_plan *p = s->p;
-  LLVMValueRef base[MAX_ACCESSES];
   if (p->num_accesses > MAX_ACCESSES)
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
+  /* the buffer the row `ahead` takes: the one after the current row's
+   * (two buffers), or after the next row's (three) */
+  LLVMValueRef buf = LLVMBuildLoad2(b, e->t_i32, s->pf_buf, "pf.buf");
+  LLVMValueRef into = next_buffer(s, buf);
+  if (p->prefetch_deep)
+    into = next_buffer(s, into);
+  fz_set_name(into, "pf.into");
+  LLVMValueRef base[MAX_ACCESSES], base_ahead[MAX_ACCESSES];
   fz_pers_row_bases(s, next, base);
-  LLVMValueRef parity = LLVMBuildLoad2(b, e->t_i32, s->pf_parity, "pf.buf");
-  fz_if more_rows;
-  fz_if_begin(e, &more_rows, more, "pf.next");
-  if (!copy_row(s, base, LLVMBuildXor(b, parity, fz_emit_i32(e, 1), "")))
+  if (p->prefetch_deep)
+    fz_pers_row_bases(s, ahead, base_ahead);
+  /* empty groups past the last row keep "all but the newest
+   * buffers - 1" meaning "up to the current row's" */
+  if (!copy_group(s, p->prefetch_deep ? base_ahead : base, more_ahead, into,
+                  "pf.next"))
     return false;
-  fz_if_end(e, &more_rows);
-  /* an empty group when there is no next row keeps "all but the newest"
-   * meaning "the current row's" */
-  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-  LLVMValueRef one = fz_emit_i32(e, 1);
-  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
+  LLVMValueRef pending = fz_emit_i32(e, fz_plan_prefetch_buffers(p) - 1);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &pending, 1);
   /* the current row's values (its copies have landed), then the next
    * row's loads into the allocas they were read from */
   return take_row_values(s) && load_row_values(s, base);
@@ -313,26 +354,21 @@ bool fz_pers_prefetch_refill(pers *s) {
   if (p->num_accesses > MAX_ACCESSES)
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
   fz_pers_row_bases(s, s->pf_next, base);
-  fz_if more_rows;
-  fz_if_begin(e, &more_rows, s->pf_more, "pf.next");
-  if (!copy_row(s, base, fz_emit_i32(e, 0)))
+  if (!copy_group(s, base, s->pf_more, fz_emit_i32(e, 0), "pf.next"))
     return false;
-  fz_if_end(e, &more_rows);
-  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
   s->pf_next = s->pf_more = NULL; /* once a row */
   return load_row_values(s, base);
 }
 
 bool fz_pers_prefetch_load(pers *s, int i, int g) {
   fz_emit *e = &s->k->e;
-  LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "pf.buf");
-  return load_slot(s, i, slot(s, s->p->nodes[i].access, g, parity), s->V,
+  LLVMValueRef buf = LLVMBuildLoad2(e->b, e->t_i32, s->pf_buf, "pf.buf");
+  return load_slot(s, i, slot(s, s->p->nodes[i].access, g, buf), s->V,
                    fz_slot_val(s->p, pers_full(s, g, 0), i));
 }
 
 void fz_pers_prefetch_end(pers *s) {
   fz_emit *e = &s->k->e;
-  LLVMValueRef parity = LLVMBuildLoad2(e->b, e->t_i32, s->pf_parity, "");
-  LLVMBuildStore(e->b, LLVMBuildXor(e->b, parity, fz_emit_i32(e, 1), ""),
-                 s->pf_parity);
+  LLVMValueRef buf = LLVMBuildLoad2(e->b, e->t_i32, s->pf_buf, "");
+  LLVMBuildStore(e->b, next_buffer(s, buf), s->pf_buf);
 }

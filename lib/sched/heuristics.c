@@ -122,6 +122,12 @@ bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound) {
  * landed anyway, and the copies then cost more than they save. */
 enum { ROW_VALUES_MAX_ROW_BYTES = 64 };
 
+void fz_plan_choose_deep(fz_plan *p) {
+  const char *env = getenv("FZ_PREFETCH_BUFFERS");
+  p->prefetch_deep = p->prefetch && !p->prefetch_single && env &&
+                     strcmp(env, "3") == 0;
+}
+
 void fz_plan_choose_row_values(fz_plan *p) {
   const char *env = getenv("FZ_PREFETCH_ROW_VALUES");
   size_t row_bytes = 0;

@@ -137,6 +137,7 @@ static void assign_phases(fz_plan *p) {
  * prefetch hides. */
 static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   p->prefetch = false;
+  p->prefetch_deep = false;
   p->prefetch_row_values = false;
   if (pb->device.sm < 80 || p->kind != FZ_PLAN_INNER_OUTER_PERSISTENT ||
       tiles <= p->grid_x || !fz_plan_prefetch_pieces_fit(p))
@@ -152,6 +153,11 @@ static void choose_prefetch(const fz_problem *pb, fz_plan *p, int64_t tiles) {
   fz_plan_choose_row_values(p);
   if (fz_plan_shared_bytes(p) + 16 * 1024 > room)
     p->prefetch_row_values = false;
+  /* a third buffer under the same limits as the first two */
+  fz_plan_choose_deep(p);
+  bytes = fz_plan_shared_bytes(p);
+  if (bytes + 16 * 1024 > room || (p->threads < 512 && bytes > 32 * 1024))
+    p->prefetch_deep = false;
 }
 
 /* An outer plan holds every row it is given: a block of ~512 threads

@@ -117,8 +117,12 @@ bool fz_plan_prefetch_pieces_fit(const fz_plan *p) {
   return pieces_fit(p, row_varying_input);
 }
 
-/* Dynamic shared memory: a prefetching plan's two buffers (one with
- * prefetch_single), each with every prefetched access's groups for every
+int fz_plan_prefetch_buffers(const fz_plan *p) {
+  return !p->prefetch ? 0 : p->prefetch_single ? 1 : p->prefetch_deep ? 3 : 2;
+}
+
+/* Dynamic shared memory: a prefetching plan's buffers
+ * (fz_plan_prefetch_buffers), each with every prefetched access's groups for every
  * thread and every staged row value's slot for every thread; a held_shared plan's held rows, each with every held access's
  * groups for every thread. */
 size_t fz_plan_shared_bytes(const fz_plan *p) {
@@ -137,7 +141,7 @@ size_t fz_plan_shared_bytes(const fz_plan *p) {
    * second buffer's 16-byte pieces stay aligned */
   one += (row_values + 15) / 16 * 16;
   /* the column exchange overlays the prefetch buffers */
-  size_t buffers = (p->prefetch_single ? 1 : 2) * one;
+  size_t buffers = (size_t)fz_plan_prefetch_buffers(p) * one;
   size_t exchange = fz_plan_column_exchange_bytes(p);
   return (exchange > buffers ? exchange : buffers) + held;
 }
@@ -506,12 +510,13 @@ static void print_nodes(const fz_plan *p, fz_buf *b, bool with_values) {
 /* How a plan prefetches: two buffers print as they did before there
  * was a choice. */
 static const char *prefetch_text(const fz_plan *p) {
-  if (!p->prefetch)
-    return "";
-  if (p->prefetch_row_values)
-    return p->prefetch_single ? " prefetch=1 row-values=shared"
-                              : " prefetch row-values=shared";
-  return p->prefetch_single ? " prefetch=1" : " prefetch";
+  static const char *const text[4][2] = {
+      {"", ""},
+      {" prefetch=1", " prefetch=1 row-values=shared"},
+      {" prefetch", " prefetch row-values=shared"},
+      {" prefetch=3", " prefetch=3 row-values=shared"},
+  };
+  return text[fz_plan_prefetch_buffers(p)][p->prefetch_row_values];
 }
 
 /* A field added here goes into plan_id.c's fz_plan_identify too, in the

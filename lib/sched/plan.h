@@ -276,6 +276,12 @@ typedef struct fz_plan {
    * for registers (lib/lower/persistent_prefetch.c says when), and waits
    * for at the next row's start. Meaningless without prefetch. */
   bool prefetch_single;
+  /* A prefetching plan with three buffers instead of two: the copies go
+   * out two rows ahead, so that twice a row's bytes are in flight while
+   * a block works (an SM that keeps one block of a plan otherwise has
+   * only the next row's loads in flight). Meaningless without prefetch;
+   * never with prefetch_single. */
+  bool prefetch_deep;
   /* A prefetching plan whose rows read row-constant inputs (mean, rstd,
    * a label: fz_plan_row_value_staged) copies the next row's values of
    * them into its buffer too, one slot a thread, by cp.async with the
@@ -458,6 +464,9 @@ int fz_plan_num_params(const fz_plan *plan);
 void fz_plan_launch_shape(const fz_plan *plan, unsigned grid[3],
                           unsigned block[3]);
 size_t fz_plan_shared_bytes(const fz_plan *plan);
+/* A prefetching plan's buffers: 1 (prefetch_single), 2, or 3
+ * (prefetch_deep); 0 without prefetch. */
+int fz_plan_prefetch_buffers(const fz_plan *plan);
 /* The i64 scalars, the parameters between the access pointers and the
  * workspace pointers: how many, and their values in order (the group
  * count, the extents, each access's strides and offset, the symbols'

@@ -86,7 +86,7 @@ static void put_launch(writer *w, const fz_plan *p) {
     put_u(w, p->cooperative);
     put_u(w, p->prefetch);
     if (p->prefetch) { /* the key prints them only then */
-      put_u(w, p->prefetch_single);
+      put_u(w, (unsigned)fz_plan_prefetch_buffers(p));
       put_u(w, p->prefetch_row_values);
     }
     for (int k = 0; k < p->rank; k++)

@@ -593,6 +593,9 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
   if (p->prefetch_single && (!p->prefetch || !p->cluster))
     return bad(err, "a single prefetch buffer on a plan that %s",
                !p->prefetch ? "does not prefetch" : "is not a cluster plan");
+  if (p->prefetch_deep && (!p->prefetch || p->prefetch_single))
+    return bad(err, "three prefetch buffers on a plan that %s",
+               !p->prefetch ? "does not prefetch" : "has a single one");
   if (p->prefetch_row_values && (!p->prefetch || !fz_plan_has_row_values(p)))
     return bad(err, "row values staged in the prefetch buffers of a plan "
                     "that %s",

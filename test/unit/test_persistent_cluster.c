@@ -284,8 +284,15 @@ START_TEST(single_buffer_where_two_do_not_fit) {
   ck_assert_str_ne(fz_plan_key(p, s.arena), key);
   ck_assert_uint_eq(fz_plan_shared_bytes(p), 2 * 8 * 1024 * 16);
   p->prefetch_single = true;
-  /* refused without prefetch, and on a plan without a cluster */
+  /* three buffers with the single one, or without prefetch: refused */
   fz_plan saved = *p;
+  p->prefetch_deep = true;
+  expect_refused(p, "three prefetch buffers on a plan that has a single one");
+  p->prefetch_single = false;
+  p->prefetch = false;
+  expect_refused(p, "three prefetch buffers on a plan that does not prefetch");
+  *p = saved;
+  /* refused without prefetch, and on a plan without a cluster */
   p->prefetch = false;
   expect_refused(p, "single prefetch buffer on a plan that does not prefetch");
   *p = saved;

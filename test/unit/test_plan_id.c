@@ -184,6 +184,22 @@ static bool prefetch_single(fz_plan *p) {
   p->prefetch_single = !p->prefetch_single;
   return true;
 }
+/* three buffers, or back to two, on a plan that prefetches (a plan with
+ * one buffer gets three) */
+static bool prefetch_deep(fz_plan *p) {
+  if (!p->prefetch)
+    return false;
+  p->prefetch_deep = p->prefetch_single || !p->prefetch_deep;
+  p->prefetch_single = false;
+  return true;
+}
+/* row values staged in the buffers or loaded into registers */
+static bool prefetch_row_values(fz_plan *p) {
+  if (!p->prefetch)
+    return false;
+  p->prefetch_row_values = !p->prefetch_row_values;
+  return true;
+}
 static bool single_unused(fz_plan *p) {
   if (p->prefetch)
     return false;
@@ -372,6 +388,7 @@ static const case_ cases[] = {
     STRUCTURAL(split),         STRUCTURAL(persistent),
     STRUCTURAL(phases),        STRUCTURAL(cooperative),
     STRUCTURAL(prefetch),      STRUCTURAL(prefetch_single),
+    STRUCTURAL(prefetch_deep), STRUCTURAL(prefetch_row_values),
     STRUCTURAL(reduced),
     STRUCTURAL(row_axes),      STRUCTURAL(persistent_full),
     STRUCTURAL(cluster),       STRUCTURAL(column_slices),

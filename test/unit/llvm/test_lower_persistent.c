@@ -344,8 +344,9 @@ static void seed000(const char *file, bool canonical, const char *binds,
     /* the row loop copies the next row into the other buffer (pf.buf ^ 1)
      * than the one it reads; into the same one it would overwrite the
      * current row before reading it */
+    ck_assert_has(l.ir, "%pf.into = xor i32 %pf.buf");
     char *next = block_text(l.ir, "pf.next");
-    ck_assert_has(next, "xor i32 %pf.buf, 1");
+    ck_assert_has(next, "i32 %pf.into, ");
     ck_assert_has(next, "cp.async");
     free(next);
   } else {
@@ -379,6 +380,45 @@ END_TEST
  * partials combined across ty. */
 START_TEST(seed000_short_rows) {
   seed000("test/gpu/norm_layer_norm_backward.fz", true, "M=37,N=1000", 2);
+}
+END_TEST
+
+/* FZ_PREFETCH_BUFFERS=3: three buffers (shared memory for three rows),
+ * the first two rows copied before the loop, each later one two rows
+ * ahead, and the wait leaves the newest two groups in flight. The loop's
+ * copy goes two buffers on from the current one: (buf + 2) mod 3. */
+START_TEST(seed000_three_buffers) {
+  char *text = read_source(SEED);
+  fz_fusion *f = test_parse(text);
+  free(text);
+  scheduled s;
+  setenv("FZ_PREFETCH_BUFFERS", "3", 1);
+  fz_plan *p = schedule_fusion(&s, f, NULL);
+  unsetenv("FZ_PREFETCH_BUFFERS");
+  ck_assert(p->prefetch && p->prefetch_deep && !p->prefetch_single);
+  p->prefetch_deep = false;
+  size_t two = fz_plan_shared_bytes(p);
+  p->prefetch_deep = true;
+  ck_assert_uint_eq(fz_plan_shared_bytes(p), two / 2 * 3);
+  lowered l;
+  char *ptx = lower_to_ptx(p, &l);
+  if (!ptx) {
+    lowered_free(&l);
+    scheduled_free(&s);
+    return;
+  }
+  ck_assert_count(ptx, "cp.async.cg.shared.global", 6 * p->persistent);
+  ck_assert_count(ptx, "cp.async.commit_group", 3);
+  ck_assert_count(ptx, "cp.async.wait_group 2", 1);
+  ck_assert(!has(ptx, "cp.async.wait_group 1"));
+  ck_assert_has(after(ptx, "cp.async.wait_group 2"), "ld.shared.v4.f32");
+  char *second = block_text(l.ir, "pf.second");
+  ck_assert_has(second, "cp.async");
+  free(second);
+  assemble(ptx);
+  free(ptx);
+  lowered_free(&l);
+  scheduled_free(&s);
 }
 END_TEST
 
@@ -722,6 +762,7 @@ static Suite *make(void) {
   tcase_add_test(outer, seed000_raw);
   tcase_add_test(outer, seed000_canonical);
   tcase_add_test(outer, seed000_short_rows);
+  tcase_add_test(outer, seed000_three_buffers);
   tcase_add_test(outer, rms_norm_backward);
   tcase_add_test(outer, column_post_nodes_and_mixed_accumulators);
   tcase_add_test(outer, two_reduced_axes_around_the_kept_one);
