@@ -204,21 +204,6 @@ static bool load_row_values(pers *s, const LLVMValueRef *base) {
   return !k->e.failed;
 }
 
-/* The copies of the row whose offset bases are `base` into buffer `buf`
- * if `exists`, as one commit group (an empty one without the row, so
- * that the groups still count rows). */
-static bool copy_group(pers *s, const LLVMValueRef *base, LLVMValueRef exists,
-                       LLVMValueRef buf, const char *name) {
-  fz_emit *e = &s->k->e;
-  fz_if has;
-  fz_if_begin(e, &has, exists, name);
-  if (!copy_row(s, base, buf))
-    return false;
-  fz_if_end(e, &has);
-  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
-  return !e->failed;
-}
-
 /* The buffer after `buf`, in the order rows take them. */
 static LLVMValueRef next_buffer(pers *s, LLVMValueRef buf) {
   fz_emit *e = &s->k->e;
@@ -229,6 +214,23 @@ static LLVMValueRef next_buffer(pers *s, LLVMValueRef buf) {
   LLVMValueRef wraps =
       LLVMBuildICmp(e->b, LLVMIntEQ, up, fz_emit_i32(e, buffers), "");
   return LLVMBuildSelect(e->b, wraps, fz_emit_i32(e, 0), up, "");
+}
+
+/* The copies of the row whose offset bases are `base` into the buffer
+ * `steps` on from `buf` if `exists`, as one commit group (an empty one
+ * without the row, so that the groups still count rows). */
+static bool copy_group(pers *s, const LLVMValueRef *base, LLVMValueRef exists,
+                       LLVMValueRef buf, int steps, const char *name) {
+  fz_emit *e = &s->k->e;
+  fz_if has;
+  fz_if_begin(e, &has, exists, name);
+  for (int i = 0; i < steps; i++)
+    buf = next_buffer(s, buf);
+  if (!copy_row(s, base, buf))
+    return false;
+  fz_if_end(e, &has);
+  fz_emit_intrinsic(e, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+  return !e->failed;
 }
 
 bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any,
@@ -251,14 +253,14 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any,
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
   LLVMValueRef base[MAX_ACCESSES];
   fz_pers_row_bases(s, first, base);
-  if (!copy_group(s, base, any, fz_emit_i32(e, 0), "pf.first") ||
+  if (!copy_group(s, base, any, fz_emit_i32(e, 0), 0, "pf.first") ||
       !load_row_values(s, base))
     return false;
   /* three buffers: the second row too, so that each row's copies go out
    * two rows ahead of it */
   if (p->prefetch_deep) {
     fz_pers_row_bases(s, second, base);
-    if (!copy_group(s, base, any_second, fz_emit_i32(e, 1), "pf.second"))
+    if (!copy_group(s, base, any_second, fz_emit_i32(e, 1), 0, "pf.second"))
       return false;
   }
   return true;
@@ -315,21 +317,17 @@ bool fz_pers_prefetch_next(pers *s, LLVMValueRef next, LLVMValueRef ahead,
   const fz_plan *p = s->p;
   if (p->num_accesses > MAX_ACCESSES)
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
-  /* the buffer the row `ahead` takes: the one after the current row's
-   * (two buffers), or after the next row's (three) */
-  LLVMValueRef buf = LLVMBuildLoad2(b, e->t_i32, s->pf_buf, "pf.buf");
-  LLVMValueRef into = next_buffer(s, buf);
-  if (p->prefetch_deep)
-    into = next_buffer(s, into);
-  fz_set_name(into, "pf.into");
   LLVMValueRef base[MAX_ACCESSES], base_ahead[MAX_ACCESSES];
   fz_pers_row_bases(s, next, base);
   if (p->prefetch_deep)
     fz_pers_row_bases(s, ahead, base_ahead);
-  /* empty groups past the last row keep "all but the newest
-   * buffers - 1" meaning "up to the current row's" */
-  if (!copy_group(s, p->prefetch_deep ? base_ahead : base, more_ahead, into,
-                  "pf.next"))
+  /* the row `ahead` takes the buffer after the current row's (two
+   * buffers) or after the next row's (three); empty groups past the last
+   * row keep "all but the newest buffers - 1" meaning "up to the current
+   * row's" */
+  LLVMValueRef buf = LLVMBuildLoad2(b, e->t_i32, s->pf_buf, "pf.buf");
+  if (!copy_group(s, p->prefetch_deep ? base_ahead : base, more_ahead, buf,
+                  p->prefetch_deep ? 2 : 1, "pf.next"))
     return false;
   LLVMValueRef pending = fz_emit_i32(e, fz_plan_prefetch_buffers(p) - 1);
   fz_emit_intrinsic(e, "llvm.nvvm.cp.async.wait.group", NULL, 0, &pending, 1);
@@ -354,7 +352,7 @@ bool fz_pers_prefetch_refill(pers *s) {
   if (p->num_accesses > MAX_ACCESSES)
     return fz_emit_fail(e, FZ_ERR_UNSUPPORTED, "too many accesses"), false;
   fz_pers_row_bases(s, s->pf_next, base);
-  if (!copy_group(s, base, s->pf_more, fz_emit_i32(e, 0), "pf.next"))
+  if (!copy_group(s, base, s->pf_more, fz_emit_i32(e, 0), 0, "pf.next"))
     return false;
   s->pf_next = s->pf_more = NULL; /* once a row */
   return load_row_values(s, base);
