@@ -243,7 +243,7 @@ bool fz_pers_prefetch_begin(pers *s, LLVMValueRef first, LLVMValueRef any,
   s->pf_smem = LLVMAddGlobalInAddressSpace(e->mod, t, "fz_prefetch", 3);
   LLVMSetLinkage(s->pf_smem, LLVMExternalLinkage);
   LLVMSetAlignment(s->pf_smem, 16);
-  s->pf_buf = fz_pers_entry_alloca(s, e->t_i32, "pf.buf");
+  s->pf_buf = fz_pers_entry_alloca(s, e->t_i32, "pf.current");
   LLVMBuildStore(b, fz_emit_i32(e, 0), s->pf_buf);
   for (int i = 0; i < p->num_nodes; i++)
     if (is_row_load(s, i) && !fz_plan_row_value_staged(p, p->nodes[i].access))
