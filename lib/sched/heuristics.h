@@ -73,7 +73,8 @@ void fz_plan_set_access_vectors(const fz_problem *pb, fz_plan *p, int v,
  * Call it with p->prefetch set, before fz_plan_shared_bytes. */
 void fz_plan_choose_row_values(fz_plan *p);
 /* Sets p->prefetch_deep: three buffers, the copies two rows ahead
- * (plan.h), with FZ_PREFETCH_BUFFERS=3 (for A/B timing); two otherwise.
+ * (plan.h), with FZ_PREFETCH_BUFFERS=3 (for A/B timing); two otherwise
+ * (measured faster; heuristics.c).
  * Call it with p->prefetch set, before fz_plan_shared_bytes. */
 void fz_plan_choose_deep(fz_plan *p);
 
