@@ -122,6 +122,16 @@ bool fz_plan_fits_int32(const fz_plan *p, int64_t loop_bound) {
  * landed anyway, and the copies then cost more than they save. */
 enum { ROW_VALUES_MAX_ROW_BYTES = 64 };
 
+int fz_persistent_most_groups(int dflt) {
+  const char *env = getenv("FZ_PERSISTENT_GROUPS");
+  if (!env || !*env)
+    return dflt;
+  char *end;
+  long n = strtol(env, &end, 10);
+  bool ok = !*end && n >= 1 && n <= FZ_PLAN_MAX_UNROLL && !(n & (n - 1));
+  return ok ? (int)n : dflt;
+}
+
 /* Three buffers are not the default: on an H200 (2026-12-07, bench/ab.py,
  * two rounds of 30 runs) they made every layer-norm backward they apply
  * to slower: bf16 2048x8192 47.3 against 46.4 us, bf16 16384x8192 232.5

@@ -72,6 +72,11 @@ void fz_plan_set_access_vectors(const fz_problem *pb, fz_plan *p, int v,
  * measured); FZ_PREFETCH_ROW_VALUES=0 never, =1 always (for A/B timing).
  * Call it with p->prefetch set, before fz_plan_shared_bytes. */
 void fz_plan_choose_row_values(fz_plan *p);
+/* The most groups of a row a thread of a persistent normalization holds,
+ * which sets how many threads share the row: `dflt`, or with
+ * FZ_PERSISTENT_GROUPS=N (a power of two from 1 to 64) N, for A/B timing
+ * of wider and narrower blocks. */
+int fz_persistent_most_groups(int dflt);
 /* Sets p->prefetch_deep: three buffers, the copies two rows ahead
  * (plan.h), with FZ_PREFETCH_BUFFERS=3 (for A/B timing); two otherwise
  * (measured faster; heuristics.c).

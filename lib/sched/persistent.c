@@ -255,7 +255,7 @@ typedef struct row_shape {
  * against 63 without the loop (ptxas, sm_90). */
 static bool row_class(int64_t groups, int64_t rows, int v, int per_element,
                       row_shape *out) {
-  int64_t most = v == 1 ? 16 : 8;
+  int64_t most = fz_persistent_most_groups(v == 1 ? 16 : 8);
   while (most > 2 && most * v * per_element > 128)
     most /= 2;
   if (most * v * per_element > 128 || groups <= 32)
@@ -331,7 +331,8 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   if (p->kind != FZ_PLAN_INNER_PERSISTENT || pb->exact_sizes ||
       !row_class(groups, rows, v, per_element, &shape)) {
     int64_t bx = groups < 32 ? fz_pow2_ceil(groups) : 32;
-    while ((fz_cdiv(groups, bx) > 8 ||
+    int64_t most = fz_persistent_most_groups(8);
+    while ((fz_cdiv(groups, bx) > most ||
             fz_cdiv(groups, bx) * v * per_element > 128) &&
            bx < 1024)
       bx *= 2;
