@@ -177,6 +177,28 @@ def device_name():
         return None
 
 
+def stamp(data, fuse_run):
+    """The date, the GPU and the commit of the build that ran, into data
+    (the tree's commit, said so, where fuse-run names none)."""
+    data.update(date=datetime.datetime.now(datetime.timezone.utc)
+                .strftime("%Y-%m-%d %H:%M UTC"), device=device_name())
+    built = build_commit(fuse_run)
+    data.update(commit=built or git_commit(),
+                commit_from="fuse-run" if built else "tree")
+
+
+def emit(text, data, report_path, json_path):
+    """The report to stdout and, where asked, to a file; the numbers as
+    JSON where asked."""
+    print(text, end="")
+    if report_path:
+        with open(report_path, "w") as fh:
+            fh.write(text)
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(data, fh, indent=1)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="A/B of one environment switch on fz's "
                                              "kernels, through fuse-run.")
@@ -213,20 +235,9 @@ def main(argv=None):
         print("ab.py: SKIPPED, no GPU (%s)" % e)
         return SKIPPED
     data = dict(switch=list(switch), iters=args.iters, rounds=args.rounds,
-                date=datetime.datetime.now(datetime.timezone.utc)
-                .strftime("%Y-%m-%d %H:%M UTC"),
-                device=device_name(), results=results)
-    built = build_commit(args.fuse_run)
-    data.update(commit=built or git_commit(),
-                commit_from="fuse-run" if built else "tree")
-    text = report(data)
-    print(text, end="")
-    if args.report:
-        with open(args.report, "w") as fh:
-            fh.write(text)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(data, fh, indent=1)
+                results=results)
+    stamp(data, args.fuse_run)
+    emit(report(data), data, args.report, args.json)
     return 1 if any("error" in r[s] for r in results for s in ("default", "switched")) else 0
 
 

@@ -28,16 +28,13 @@ not validated (the gpu ctests validate the same plans). Without a GPU
 fuse-run says SKIPPED and so does this, with exit status 77.
 """
 import argparse
-import datetime
-import json
 import os
 import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ab import SKIPPED, Skipped, commit_line, device_name, run_once  # noqa: E402
-from bench import build_commit, git_commit  # noqa: E402
+from ab import SKIPPED, Skipped, commit_line, emit, run_once, stamp  # noqa: E402
 
 
 def parse_sizes(text):
@@ -224,21 +221,10 @@ def main(argv=None):
         return SKIPPED
     data = dict(fusion=args.fusion, fixed=fixed, vary=[vary[0], vary[1]],
                 iters=args.iters, rounds=args.rounds,
-                date=datetime.datetime.now(datetime.timezone.utc)
-                .strftime("%Y-%m-%d %H:%M UTC"),
-                device=device_name(), results={str(v): g for v, g in best.items()})
+                results={str(v): g for v, g in best.items()})
     data["analysis"] = analyse(best, vary[1])
-    built = build_commit(args.fuse_run)
-    data.update(commit=built or git_commit(),
-                commit_from="fuse-run" if built else "tree")
-    text = report(data)
-    print(text, end="")
-    if args.report:
-        with open(args.report, "w") as fh:
-            fh.write(text)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(data, fh, indent=1)
+    stamp(data, args.fuse_run)
+    emit(report(data), data, args.report, args.json)
     return 1 if any("error" in g for g in best.values()) else 0
 
 

@@ -140,10 +140,9 @@ def test_rows_file(tmp):
     check([c.split()[1] for c in calls] == ["a.fz", "a.fz", "b.fz", "b.fz"], calls)
 
 
-def main():
-    tests = [test_table_order_and_best_round, test_commit_of_the_build,
-             test_failed_side,
-             test_skipped_without_gpu, test_bad_arguments, test_rows_file]
+def run_tests(tests, name):
+    """Each test in a scratch folder of its own; every failure reported,
+    then exit status 1."""
     failed = 0
     for t in tests:
         with tempfile.TemporaryDirectory() as tmp:
@@ -152,8 +151,14 @@ def main():
             except AssertionError as e:
                 failed += 1
                 print("FAIL %s: %s" % (t.__name__, e))
-    print("bench ab: %d passed, %d failed" % (len(tests) - failed, failed))
+    print("%s: %d passed, %d failed" % (name, len(tests) - failed, failed))
     return 1 if failed else 0
+
+
+def main():
+    return run_tests([test_table_order_and_best_round, test_commit_of_the_build,
+                      test_failed_side, test_skipped_without_gpu,
+                      test_bad_arguments, test_rows_file], "bench ab")
 
 
 if __name__ == "__main__":

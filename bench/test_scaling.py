@@ -9,11 +9,11 @@ import io
 import os
 import stat
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import scaling  # noqa: E402
+from test_ab import check, run_tests  # noqa: E402
 
 # 17 us a launch, then 3500 GB/s (0.2857 us a MB); 6 bytes an element. The
 # grid is min(M, 264): fewer rows than that launch another plan, which
@@ -74,11 +74,6 @@ def run(tmp, args, mode="", sizes=1):
         rc = scaling.main(["--fuse-run", fake(tmp)] + args)
     calls = open(log).read().split("\n")[:-1] if os.path.exists(log) else []
     return rc, out.getvalue(), err.getvalue(), calls
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def row(out, size):
@@ -166,17 +161,8 @@ def test_bad_arguments(tmp):
 
 
 def main():
-    tests = [v for k, v in sorted(globals().items()) if k.startswith("test_")]
-    failed = 0
-    for t in tests:
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                t(tmp)
-            except Exception as e:  # report every test, then fail
-                failed += 1
-                print("FAIL %s: %s" % (t.__name__, e))
-    print("bench scaling: %d passed, %d failed" % (len(tests) - failed, failed))
-    return 1 if failed else 0
+    return run_tests([v for k, v in sorted(globals().items()) if k.startswith("test_")],
+                     "bench scaling")
 
 
 if __name__ == "__main__":
