@@ -46,10 +46,11 @@ print("fuse-run: TIMED (not validated)")
 '''
 
 
-def fake(tmp):
+def fake(tmp, script=FAKE):
+    """An executable fuse-run in tmp that runs `script`."""
     path = os.path.join(tmp, "fuse-run")
     with open(path, "w") as fh:
-        fh.write(FAKE)
+        fh.write(script)
     os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
     return path
 

@@ -7,13 +7,12 @@ the errors and the skip."""
 import contextlib
 import io
 import os
-import stat
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import scaling  # noqa: E402
-from test_ab import check, run_tests  # noqa: E402
+from test_ab import check, fake, run_tests  # noqa: E402
 
 # 17 us a launch, then 3500 GB/s (0.2857 us a MB); 6 bytes an element. The
 # grid is min(M, 264): fewer rows than that launch another plan, which
@@ -54,14 +53,6 @@ print("time: median %.4f us over 30 runs, %.4f MB moved, %d GB/s, copy 4000 GB/s
 '''
 
 
-def fake(tmp):
-    path = os.path.join(tmp, "fuse-run")
-    with open(path, "w") as fh:
-        fh.write(FAKE)
-    os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
-    return path
-
-
 def run(tmp, args, mode="", sizes=1):
     log = os.path.join(tmp, "calls.log")
     if os.path.exists(log):
@@ -71,7 +62,7 @@ def run(tmp, args, mode="", sizes=1):
     os.environ["FAKE_SIZES"] = str(sizes)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = scaling.main(["--fuse-run", fake(tmp)] + args)
+        rc = scaling.main(["--fuse-run", fake(tmp, FAKE)] + args)
     calls = open(log).read().split("\n")[:-1] if os.path.exists(log) else []
     return rc, out.getvalue(), err.getvalue(), calls
 
