@@ -17,7 +17,7 @@ and the change.
 
 A row is FILE:SIZES (fuse-run's --size), or comes from --rows FILE (one
 row a line, # comments). Times are fuse-run's (median of --iters CUDA-event
-timed runs after warm-up, each behind an L2-evicting write); outputs are
+timed runs after warm-up, each behind the timer's L2 flush); outputs are
 not validated (the gpu ctests validate the same plans). Without a GPU
 fuse-run says SKIPPED and so does this, with exit status 77.
 """

@@ -42,7 +42,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEST_GPU = "../../test/gpu/"  # fusion paths are relative to bench/fusions
-FLUSH_BYTES = 256 << 20  # the L2-evicting write before every timed run
+FLUSH_BYTES = 256 << 20  # the L2-evicting flush before every timed run
 FUSE_RUN_TIMEOUT_S = 600
 
 
