@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A/B of one environment switch on fz's own kernels.
+"""A/B of one environment switch (or several) on fz's own kernels.
 
 Every scheduling change that can be turned off keeps an environment switch
 that restores the launch it replaced (FZ_CLUSTER_PREFETCH=0,
@@ -14,6 +14,11 @@ and the change.
     python3 bench/ab.py --switch FZ_CLUSTER_PREFETCH=0 \\
         test/gpu/norm_softmax_bf16.fz:M=1024,N=262144 \\
         test/gpu/norm_softmax.fz:M=512,N=262144 --report OUT/ab.md
+
+With --switch repeated, each switch runs alone against the one default
+side (which then runs once a round, not once a switch), the side that
+goes first turning round by round, and the table has each switch's plan,
+time and change.
 
 A row is FILE:SIZES (fuse-run's --size), or comes from --rows FILE (one
 row a line, # comments). Times are fuse-run's (median of --iters CUDA-event
@@ -89,32 +94,40 @@ def run_once(fuse_run, path, sizes, iters, env):
     return got
 
 
-def measure(rows, fuse_run, switch, iters, rounds, log=None):
-    """Each row `rounds` times each way, the side that goes first
-    alternating; per side the round with the lowest median is kept."""
+def measure(rows, fuse_run, switches, iters, rounds, log=None):
+    """Each row `rounds` times each way: the default (none of the
+    switches' variables set) and each switch alone. The side that goes
+    first turns round by round (with one switch: alternates); per side
+    the round with the lowest median is kept. A row's "default" is that
+    side's run, its "switched" one run per switch, in order."""
     log = log or sys.stderr
-    name, value = switch
     base_env = dict(os.environ)
-    base_env.pop(name, None)
-    switched_env = dict(base_env)
-    switched_env[name] = value
+    for name, _ in switches:
+        base_env.pop(name, None)
+    envs = [base_env]
+    labels = ["default"]
+    for name, value in switches:
+        env = dict(base_env)
+        env[name] = value
+        envs.append(env)
+        labels.append("%s=%s" % (name, value))
     results = []
     for path, sizes in rows:
-        runs = {"default": [], "switched": []}
+        runs = [[] for _ in envs]
         for r in range(rounds):
-            order = ("default", "switched") if r % 2 == 0 else ("switched", "default")
-            for side in order:
-                env = base_env if side == "default" else switched_env
-                got = run_once(fuse_run, path, sizes, iters, env)
+            for k in range(len(envs)):
+                side = (r + k) % len(envs)
+                got = run_once(fuse_run, path, sizes, iters, envs[side])
                 runs[side].append(got)
-                print("# %s %s %s: %s" % (side, path, sizes,
+                print("# %s %s %s: %s" % (labels[side], path, sizes,
                                           got.get("error") or "%.2f us" % got["us"]),
                       file=log)
-        row = dict(fusion=path, sizes=sizes)
-        for side, got in runs.items():
+        best = []
+        for got in runs:
             ok = [g for g in got if "error" not in g]
-            row[side] = min(ok, key=lambda g: g["us"]) if ok else got[-1]
-        results.append(row)
+            best.append(min(ok, key=lambda g: g["us"]) if ok else got[-1])
+        results.append(dict(fusion=path, sizes=sizes, default=best[0],
+                            switched=best[1:]))
     return results
 
 
@@ -135,14 +148,15 @@ def side_cells(g):
 
 
 def table(data):
-    name, value = data["switch"]
-    lines = ["| fusion | size | default plan | default us (%% copy) | "
-             "%s=%s plan | %s=%s us (%% copy) | %s=%s against default |"
-             % (name, value, name, value, name, value),
-             "|---|---|---|---|---|---|---|"]
+    head = ["fusion", "size", "default plan", "default us (% copy)"]
+    for name, value in data["switches"]:
+        s = "%s=%s" % (name, value)
+        head += [s + " plan", s + " us (% copy)", s + " against default"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in data["results"]:
-        cells = ([r["fusion"], r["sizes"]] + side_cells(r["default"]) +
-                 side_cells(r["switched"]) + [change(r["default"], r["switched"])])
+        cells = [r["fusion"], r["sizes"]] + side_cells(r["default"])
+        for g in r["switched"]:
+            cells += side_cells(g) + [change(r["default"], g)]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return lines
 
@@ -155,14 +169,14 @@ def commit_line(data):
 
 
 def report(data):
-    name, value = data["switch"]
-    lines = ["# A/B of %s=%s" % (name, value), "",
+    lines = ["# A/B of " + ", ".join("%s=%s" % tuple(s) for s in data["switches"]), "",
              "- date: %s" % data["date"],
              "- GPU: %s" % (data.get("device") or "unknown"),
              "- fz commit: %s" % commit_line(data),
              "- each side: `fuse-run FILE --size SIZES --iters %d --no-validate "
-             "--print-plan`, %d round(s) each way in alternating order, the "
-             "round with the lowest median kept" % (data["iters"], data["rounds"]),
+             "--print-plan`, %d round(s) each way, the side that goes first "
+             "turning round by round, the round with the lowest median kept"
+             % (data["iters"], data["rounds"]),
              ""]
     return "\n".join(lines + table(data)) + "\n"
 
@@ -205,9 +219,10 @@ def main(argv=None):
     ap.add_argument("rows", nargs="*", help="FILE:SYM=N,... (fuse-run's --size)")
     ap.add_argument("--rows", dest="rows_file", default="",
                     help="a file of rows, one a line (# comments)")
-    ap.add_argument("--switch", required=True,
-                    help="NAME=VALUE set in the environment of the switched side; "
-                         "the default side runs without NAME")
+    ap.add_argument("--switch", required=True, action="append",
+                    help="NAME=VALUE set in the environment of a switched side; "
+                         "the default side runs without NAME; repeat it for more "
+                         "sides against the one default (each switch alone)")
     ap.add_argument("--iters", type=int, default=30, help="timed runs per fuse-run")
     ap.add_argument("--rounds", type=int, default=1,
                     help="fuse-runs each way per row, alternating which goes first")
@@ -217,7 +232,7 @@ def main(argv=None):
     ap.add_argument("--json", default="", help="write the numbers here")
     args = ap.parse_args(argv)
     try:
-        switch = parse_switch(args.switch)
+        switches = [parse_switch(s) for s in args.switch]
         texts = list(args.rows)
         if args.rows_file:
             with open(args.rows_file) as fh:
@@ -230,15 +245,16 @@ def main(argv=None):
         print("ab.py: no rows, or --iters/--rounds below 1", file=sys.stderr)
         return 2
     try:
-        results = measure(rows, args.fuse_run, switch, args.iters, args.rounds)
+        results = measure(rows, args.fuse_run, switches, args.iters, args.rounds)
     except Skipped as e:
         print("ab.py: SKIPPED, no GPU (%s)" % e)
         return SKIPPED
-    data = dict(switch=list(switch), iters=args.iters, rounds=args.rounds,
-                results=results)
+    data = dict(switches=[list(s) for s in switches], iters=args.iters,
+                rounds=args.rounds, results=results)
     stamp(data, args.fuse_run)
     emit(report(data), data, args.report, args.json)
-    return 1 if any("error" in r[s] for r in results for s in ("default", "switched")) else 0
+    return 1 if any("error" in g for r in results
+                    for g in [r["default"]] + r["switched"]) else 0
 
 
 if __name__ == "__main__":

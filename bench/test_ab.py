@@ -25,7 +25,12 @@ if sys.argv[1:] == ["--version"]:
 log = os.environ["FAKE_LOG"]
 with open(log, "a") as fh:
     n = sum(1 for _ in open(log)) if os.path.exists(log) else 0
-side = "switched" if os.environ.get("FZ_TEST_SWITCH") == "0" else "default"
+switched = os.environ.get("FZ_TEST_SWITCH") == "0"
+other = os.environ.get("FZ_TEST_OTHER") == "1"
+if switched and other:
+    print("fuse-run: both switches set at once")
+    sys.exit(1)
+side = "switched" if switched else "other" if other else "default"
 with open(log, "a") as fh:
     fh.write("%s %s %s\n" % (side, sys.argv[1], sys.argv[3]))
 mode = os.environ.get("FAKE_MODE", "")
@@ -35,7 +40,7 @@ if mode == "skip":
 if mode == "fail" and side == "switched":
     print("fuse-run: launch failed: CUDA_ERROR_LAUNCH_FAILED")
     sys.exit(1)
-us = (100.0 if side == "default" else 80.0) + (5.0 if n in (2, 3) else 0.0)
+us = {"default": 100.0, "switched": 80.0, "other": 90.0}[side] + (5.0 if n in (2, 3) else 0.0)
 print("plan @f inner-persistent kernel=fz_inner_persistent")
 print("  space [I8, R8] reference %x index32")
 print("  launch grid=8 block=512x1%s" % (" prefetch" if side == "default" else ""))
@@ -55,7 +60,7 @@ def fake(tmp, script=FAKE):
     return path
 
 
-def run(tmp, args, mode=""):
+def run(tmp, args, mode="", switches=("FZ_TEST_SWITCH=0",)):
     log = os.path.join(tmp, "calls.log")
     if os.path.exists(log):
         os.remove(log)
@@ -63,7 +68,8 @@ def run(tmp, args, mode=""):
     os.environ["FAKE_MODE"] = mode
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = ab.main(["--fuse-run", fake(tmp), "--switch", "FZ_TEST_SWITCH=0"] + args)
+        rc = ab.main(["--fuse-run", fake(tmp)] +
+                     [a for s in switches for a in ("--switch", s)] + args)
     calls = open(log).read().split("\n")[:-1] if os.path.exists(log) else []
     return rc, out.getvalue(), err.getvalue(), calls
 
@@ -141,6 +147,28 @@ def test_rows_file(tmp):
     check([c.split()[1] for c in calls] == ["a.fz", "a.fz", "b.fz", "b.fz"], calls)
 
 
+def test_two_switches_one_default(tmp):
+    # each switch alone against the one default; the first side turns
+    rc, out, _, calls = run(tmp, ["a.fz:M=8", "--rounds", "3"],
+                            switches=("FZ_TEST_SWITCH=0", "FZ_TEST_OTHER=1"))
+    check(rc == 0, "exit status %d: %s" % (rc, out))
+    check([c.split()[0] for c in calls] ==
+          ["default", "switched", "other", "switched", "other", "default",
+           "other", "default", "switched"], "order %s" % calls)
+    check("# A/B of FZ_TEST_SWITCH=0, FZ_TEST_OTHER=1" in out, out)
+    head = [l for l in out.splitlines() if l.startswith("| fusion")][0]
+    check(head == "| fusion | size | default plan | default us (% copy) | "
+          "FZ_TEST_SWITCH=0 plan | FZ_TEST_SWITCH=0 us (% copy) | "
+          "FZ_TEST_SWITCH=0 against default | FZ_TEST_OTHER=1 plan | "
+          "FZ_TEST_OTHER=1 us (% copy) | FZ_TEST_OTHER=1 against default |", head)
+    cells = [c.strip() for c in
+             [l for l in out.splitlines() if l.startswith("| a.fz")][0].strip("|").split("|")]
+    check(len(cells) == 10, cells)
+    check(cells[3].startswith("100.00") and cells[5].startswith("80.00") and
+          cells[6] == "-20.0%" and cells[8].startswith("90.00") and
+          cells[9] == "-10.0%", cells)
+
+
 def run_tests(tests, name):
     """Each test in a scratch folder of its own; every failure reported,
     then exit status 1."""
@@ -159,7 +187,8 @@ def run_tests(tests, name):
 def main():
     return run_tests([test_table_order_and_best_round, test_commit_of_the_build,
                       test_failed_side, test_skipped_without_gpu,
-                      test_bad_arguments, test_rows_file], "bench ab")
+                      test_bad_arguments, test_rows_file,
+                      test_two_switches_one_default], "bench ab")
 
 
 if __name__ == "__main__":

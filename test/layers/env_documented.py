@@ -15,8 +15,9 @@ import sys
 
 # Variables that only steer a test of the tooling itself, not something a
 # user or contributor sets: check-deps.sh's test hooks, bench/test_ab.py's
-# stand-in switch.
-INTERNAL = {"FZ_CLANG_RESOURCE_DIR", "FZ_LLVM_CONFIG", "FZ_TEST_SWITCH"}
+# stand-in switches.
+INTERNAL = {"FZ_CLANG_RESOURCE_DIR", "FZ_LLVM_CONFIG", "FZ_TEST_SWITCH",
+            "FZ_TEST_OTHER"}
 
 SCANNED = ("lib", "tools", "python", "bench", "scripts", "test/unit",
            "test/fuzz", "include")
