@@ -37,6 +37,18 @@ static char *lower_to_ptx(const fz_plan *p, lowered *l) {
   return to_ptx(l);
 }
 
+/* lower_to_ptx for a plan of schedule `s`; where that gives no PTX (the
+ * kernel needs libdevice, which this machine lacks), NULL with the
+ * lowering and the schedule freed, so that the test just returns. */
+static char *ptx_or_skip(const fz_plan *p, lowered *l, scheduled *s) {
+  char *ptx = lower_to_ptx(p, l);
+  if (!ptx) {
+    lowered_free(l);
+    scheduled_free(s);
+  }
+  return ptx;
+}
+
 /* The PTX from the first line containing `from` to the end. */
 static const char *after(const char *ptx, const char *from) {
   const char *at = strstr(ptx, from);
@@ -92,12 +104,9 @@ static void softmax_at(int n, int want_bx, bool barrier) {
   ck_assert_int_eq(p->block_x, want_bx);
   ck_assert_int_eq(p->phases, 2);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert_count(ptx, "ld.global.nc.v4.f32", p->persistent);
   const char *first_shuffle = after(ptx, "shfl.sync.bfly.b32");
   ck_assert(!has(first_shuffle, "ld.global"));
@@ -164,12 +173,9 @@ START_TEST(layer_norm_forward_affine) {
       "M=2048,N=8192");
   ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   /* x, w and b once each: 3 * persistent 16-byte loads in all, x's
    * before the first shuffle, w's and b's after the last */
   ck_assert_count(ptx, "ld.global.nc.v4.f32", 3 * p->persistent);
@@ -213,12 +219,9 @@ START_TEST(rms_norm_bf16) {
   ck_assert_int_eq(p->vector, 8);
   ck_assert_int_eq(p->phases, 1);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert_has(l.ir, "load <8 x bfloat>");
   ck_assert_has(l.ir, "store <8 x bfloat>");
   ck_assert_has(ptx, "shfl.sync.bfly.b32");
@@ -238,12 +241,9 @@ START_TEST(single_row) {
   ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
   ck_assert_int_eq(p->rank, 1);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert_has(ptx, "shfl.sync.bfly.b32");
   assemble(ptx);
   free(ptx);
@@ -258,12 +258,9 @@ START_TEST(index64) {
   fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
   p->index32 = false;
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert_has(l.ir, "load <4 x float>");
   assemble(ptx);
   free(ptx);
@@ -278,12 +275,9 @@ START_TEST(row_length_guard_traps) {
   scheduled s;
   fz_plan *p = schedule(&s, SOFTMAX, "M=64,N=1000");
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert_has(l.ir, "bad.row.length");
   ck_assert_has(ptx, "trap;");
   free(ptx);
@@ -327,12 +321,9 @@ static void seed000(const char *file, bool canonical, const char *binds,
   ck_assert(p->cooperative);
   ck_assert_int_eq(p->block_y, want_by);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   if (p->prefetch) {
     /* the weight once from global memory; grad and x copied into shared
      * memory a row ahead (before the loop and in it), and read from there
@@ -400,12 +391,9 @@ START_TEST(seed000_three_buffers) {
   p->prefetch_deep = true;
   ck_assert_uint_eq(fz_plan_shared_bytes(p), two / 2 * 3);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert_count(ptx, "cp.async.cg.shared.global", 6 * p->persistent);
   ck_assert_count(ptx, "cp.async.commit_group", 3);
   ck_assert_count(ptx, "cp.async.wait_group 2", 1);
@@ -452,12 +440,9 @@ START_TEST(rms_norm_backward) {
   ck_assert_int_eq(p->phases, 1);
   ck_assert_int_gt(p->block_y, 1);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert_has(ptx, "shfl.sync.bfly.b32");
   ck_assert_has(ptx, "st.shared.f32"); /* the ty tree */
   check_grid_protocol(ptx);
@@ -491,12 +476,9 @@ START_TEST(column_post_nodes_and_mixed_accumulators) {
                "M=4096,N=1024");
   ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   check_grid_protocol(ptx);
   const char *final = after(ptx, "atom.global.add.u32");
   ck_assert_has(final, "ld.global.v2.f64");
@@ -529,12 +511,9 @@ START_TEST(two_reduced_axes_around_the_kept_one) {
   ck_assert_int_eq(p->rank, 3);
   ck_assert(p->reduced[0] && !p->reduced[1] && p->reduced[2]);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   char *groups = block_text(l.ir, "row.length.ok");
   ck_assert_has(groups, "urem");
   free(groups);
@@ -595,12 +574,9 @@ static void check_rows_held(bool sliced) {
   ck_assert_int_eq(p->phases, 2);
   ck_assert_int_ge(p->unroll, 2);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert(has(l.ir, "bad.grid"));
   ck_assert_count(ptx, "ld.global.nc.v4.f32",
                   (p->unroll + 2) * p->persistent);
@@ -637,12 +613,9 @@ START_TEST(batch_norm_rows_in_shared_memory) {
   ck_assert_int_eq(p->threads, 512);
   ck_assert_uint_eq(fz_plan_shared_bytes(p), 24u * 512u * 16u);
   lowered l;
-  char *ptx = lower_to_ptx(p, &l);
-  if (!ptx) {
-    lowered_free(&l);
-    scheduled_free(&s);
+  char *ptx = ptx_or_skip(p, &l, &s);
+  if (!ptx)
     return;
-  }
   ck_assert_count(l.ir, "call void @llvm.nvvm.cp.async.cg.shared.global.16(",
                   1);
   ck_assert_count(l.ir, "call void @llvm.nvvm.cp.async.wait.all()", 1);
