@@ -12,7 +12,8 @@
  *           step of block_x groups apart, instead: group_offsets); the
  *           CONST nodes once; for inner-outer plans,
  *           whose blocks walk many rows, the COLC nodes (a weight row)
- *           once per group; the column accumulators set to identities;
+ *           once per group (other plans load them where first used, or,
+ *           with plan->weights_early, before the last row combine); the column accumulators set to identities;
  *   tiles:  for (tile = ctaid.x; tile < ceil(kept / block_y); tile +=
  *           nctaid.x) the row tile * block_y + ty (a row past the end is
  *           clamped to the last one: its loads stay in bounds and its
@@ -806,12 +807,28 @@ static bool row_combine(pers *s, int round, const fz_reduce_set *rs,
   return welford_partners(s, rs, vals);
 }
 
+/* A weights_early plan's weight rows (COLC loads), every group's, issued
+ * once the last row reduction's partials are summed: their latency then
+ * overlaps the combine's shuffles and barrier. */
+static bool weight_loads(pers *s) {
+  const fz_plan *p = s->p;
+  for (int i = 0; i < p->num_nodes; i++)
+    for (int g = 0; g < s->G && p->nodes[i].kind == FZ_NODE_LOAD &&
+                    s->space[i] == PS_COLC;
+         g++)
+      if (!eval_full(s, i, g))
+        return false;
+  return true;
+}
+
 /* The row REDUCE nodes of phase round + 1, all-reduced over the row. */
 static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
   LLVMValueRef vals[FZ_LOWER_MAX_COLUMNS];
   for (int r = 0; r < rs->count; r++)
     if (!(vals[r] = thread_partial(s, rs, r)))
       return false;
+  if (s->p->weights_early && round == s->p->phases - 1 && !weight_loads(s))
+    return false;
   return row_combine(s, round, rs, vals);
 }
 

@@ -144,6 +144,14 @@ void fz_plan_choose_deep(fz_plan *p) {
                      strcmp(env, "3") == 0;
 }
 
+void fz_plan_choose_weights_early(fz_plan *p) {
+  const char *env = getenv("FZ_WEIGHT_LOAD");
+  p->weights_early = env && strcmp(env, "early") == 0 &&
+                     p->kind == FZ_PLAN_INNER_PERSISTENT && !p->multipass &&
+                     !p->cluster && p->phases >= 1 &&
+                     fz_plan_has_weight_row(p);
+}
+
 void fz_plan_choose_row_values(fz_plan *p) {
   const char *env = getenv("FZ_PREFETCH_ROW_VALUES");
   size_t row_bytes = 0;

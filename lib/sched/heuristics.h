@@ -82,6 +82,10 @@ int fz_persistent_most_groups(int dflt);
  * (measured faster; heuristics.c).
  * Call it with p->prefetch set, before fz_plan_shared_bytes. */
 void fz_plan_choose_deep(fz_plan *p);
+/* Sets p->weights_early (plan.h) on an inner persistent plan that reads
+ * a weight row and reduces its rows, with FZ_WEIGHT_LOAD=early (for A/B
+ * timing); the weights are loaded where first used otherwise. */
+void fz_plan_choose_weights_early(fz_plan *p);
 
 /* ---- indexing -------------------------------------------------------- */
 

@@ -290,6 +290,13 @@ typedef struct fz_plan {
    * near the end of the row loop (which shortens its live range), where
    * the loop's back edge waits a full memory latency for it. */
   bool prefetch_row_values;
+  /* An inner persistent plan whose rows read a weight row (an input
+   * that varies along the row and not across rows:
+   * fz_plan_has_weight_row) loads it before the combine of its last row
+   * reduction, so that the load's latency overlaps the combine's
+   * shuffles and block barrier, instead of where it is first used,
+   * after that barrier. Its values then live across the barrier. */
+  bool weights_early;
   /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
    * order of the nodes that first read them, and their bound values:
    * kernel parameters like the extents (fz_plan_symbol_param gives a
@@ -384,6 +391,10 @@ bool fz_plan_row_value_staged(const fz_plan *p, int a);
 /* Whether some access of the plan would be staged so were
  * prefetch_row_values set (the scheduler asks before it sets it). */
 bool fz_plan_has_row_values(const fz_plan *p);
+/* Whether a persistent plan loads a weight row in the full space: an
+ * input that varies along the row and not across rows (what
+ * weights_early moves). */
+bool fz_plan_has_weight_row(const fz_plan *p);
 /* Whether access `a` is one whose held rows a held_shared plan keeps in
  * shared memory: the same inputs as a prefetch's. */
 bool fz_plan_held_in_shared(const fz_plan *plan, int a);

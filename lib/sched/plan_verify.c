@@ -600,6 +600,17 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
     return bad(err, "row values staged in the prefetch buffers of a plan "
                     "that %s",
                !p->prefetch ? "does not prefetch" : "has none");
+  /* the lowering moves the weight loads in persistent.c's row
+   * reductions: a multipass walk and a cluster's exchange have their own */
+  if (p->weights_early &&
+      (p->kind != FZ_PLAN_INNER_PERSISTENT || p->multipass || p->cluster ||
+       p->phases < 1 || !fz_plan_has_weight_row(p)))
+    return bad(err, "weights loaded early by a plan that %s",
+               p->kind != FZ_PLAN_INNER_PERSISTENT ? "is not an inner persistent one"
+               : p->multipass                      ? "walks its rows in passes"
+               : p->cluster                        ? "shares rows across a cluster"
+               : p->phases < 1                     ? "has no row reduction"
+                                                   : "loads no weight row");
   if (p->column_cluster && (st = verify_column_cluster(p, err)))
     return st;
   if (persistent && (st = verify_persistent(p, err)))

@@ -193,6 +193,11 @@ static bool prefetch_deep(fz_plan *p) {
   p->prefetch_single = false;
   return true;
 }
+/* a weight row loaded before the last row combine, or where first used */
+static bool weights_early(fz_plan *p) {
+  p->weights_early = !p->weights_early;
+  return true;
+}
 /* row values staged in the buffers or loaded into registers */
 static bool prefetch_row_values(fz_plan *p) {
   if (!p->prefetch)
@@ -389,6 +394,7 @@ static const case_ cases[] = {
     STRUCTURAL(phases),        STRUCTURAL(cooperative),
     STRUCTURAL(prefetch),      STRUCTURAL(prefetch_single),
     STRUCTURAL(prefetch_deep), STRUCTURAL(prefetch_row_values),
+    STRUCTURAL(weights_early),
     STRUCTURAL(reduced),
     STRUCTURAL(row_axes),      STRUCTURAL(persistent_full),
     STRUCTURAL(cluster),       STRUCTURAL(column_slices),

@@ -233,6 +233,18 @@ static const char *BATCH_NORM = "fusion @bn(%x: f32[M, C], %w: f32[C]) {\n"
                                 "  return %y, %m\n"
                                 "}\n";
 
+static const char *RMS_NORM = "fusion @rms(%x: f32[M, N], %w: f32[N]) {\n"
+                              "  %sq = mul %x, %x : f32[M, N]\n"
+                              "  %s = sum %sq dims(1) keepdim : f32[M, b1]\n"
+                              "  %r = rsqrt %s : f32[M, b1]\n"
+                              "  %re = expand %r : f32[M, b1->N]\n"
+                              "  %xn = mul %x, %re : f32[M, N]\n"
+                              "  %wb = broadcast %w dims(0) : f32[b1, N]\n"
+                              "  %we = expand %wb : f32[b1->M, N]\n"
+                              "  %y = mul %xn, %we : f32[M, N]\n"
+                              "  return %y\n"
+                              "}\n";
+
 static const char *PERMUTE_2D = "fusion @t(%x: f32[M, N]) {\n"
                                 "  %y = permute %x perm(1, 0) : f32[N, M]\n"
                                 "  return %y\n"
@@ -445,6 +457,42 @@ START_TEST(rows_held_in_shared_memory) {
 }
 END_TEST
 
+/* A weight row loaded before the last row combine: on an inner
+ * persistent plan that reads one and reduces its rows, in neither a
+ * multipass walk nor a cluster's rows. */
+START_TEST(weights_loaded_early) {
+  scheduled s;
+  fz_plan *p = schedule(&s, RMS_NORM, "M=4096,N=1024");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
+  ck_assert(fz_plan_has_weight_row(p));
+  p->weights_early = true;
+  verifies(p);
+  fz_plan saved = *p;
+  p->multipass = true;
+  refused(p, "weights loaded early by a plan that walks its rows in passes",
+          NULL);
+  *p = saved;
+  p->cluster = 2;
+  refused(p, "weights loaded early by a plan that shares rows across a "
+             "cluster",
+          NULL);
+  *p = saved;
+  p->phases = 0;
+  refused(p, "weights loaded early by a plan that has no row reduction", NULL);
+  scheduled_free(&s);
+  p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  ck_assert(!fz_plan_has_weight_row(p));
+  p->weights_early = true;
+  refused(p, "weights loaded early by a plan that loads no weight row", NULL);
+  scheduled_free(&s);
+  p = schedule(&s, BATCH_NORM, "M=8192,C=256");
+  p->weights_early = true;
+  refused(p, "weights loaded early by a plan that is not an inner persistent",
+          NULL);
+  scheduled_free(&s);
+}
+END_TEST
+
 START_TEST(row_node_in_a_pointwise_plan) {
   hand_plan h;
   build_add(&h);
@@ -609,6 +657,7 @@ static Suite *make(void) {
   tcase_add_test(sched, row_axes_that_are_not_the_reduced_axes);
   tcase_add_test(sched, outer_rows_span_the_kept_axes);
   tcase_add_test(sched, rows_held_in_shared_memory);
+  tcase_add_test(sched, weights_loaded_early);
   tcase_add_test(sched, column_reduce_in_its_operands_round);
   tcase_add_test(sched, column_cluster_rules);
   tcase_add_test(sched, tiled_output);
