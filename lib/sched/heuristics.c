@@ -132,6 +132,11 @@ int fz_persistent_most_groups(int dflt) {
   return ok ? (int)n : dflt;
 }
 
+int fz_inner_outer_blocks_per_sm(int dflt) {
+  const char *env = getenv("FZ_INNER_OUTER_BLOCKS");
+  return env && strcmp(env, "1") == 0 ? 1 : dflt;
+}
+
 /* Three buffers are not the default: on an H200 (2026-12-07, bench/ab.py,
  * two rounds of 30 runs) they made every layer-norm backward they apply
  * to slower: bf16 2048x8192 47.3 against 46.4 us, bf16 16384x8192 232.5

@@ -77,6 +77,11 @@ void fz_plan_choose_row_values(fz_plan *p);
  * FZ_PERSISTENT_GROUPS=N (a power of two from 1 to 64) N, for A/B timing
  * of wider and narrower blocks. */
 int fz_persistent_most_groups(int dflt);
+/* The blocks of an inner-outer plan an SM keeps at most: `dflt`, or with
+ * FZ_INNER_OUTER_BLOCKS=1 one, for A/B timing of half the grid (half
+ * the column partials through the workspace, each block walking twice
+ * the rows). */
+int fz_inner_outer_blocks_per_sm(int dflt);
 /* Sets p->prefetch_deep: three buffers, the copies two rows ahead
  * (plan.h), with FZ_PREFETCH_BUFFERS=3 (for A/B timing); two otherwise
  * (measured faster; heuristics.c).

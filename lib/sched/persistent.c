@@ -366,7 +366,9 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   if (p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT) {
     /* Every block must be resident (cooperative launch); the executor
      * lowers grid_x further if the kernel's registers allow fewer. */
-    int64_t resident = (int64_t)pb->device.num_sms * (blocks_per_sm > 2 ? 2 : blocks_per_sm);
+    int64_t most = fz_inner_outer_blocks_per_sm(2);
+    int64_t resident = (int64_t)pb->device.num_sms *
+                       (blocks_per_sm > most ? most : blocks_per_sm);
     p->grid_x = tiles < resident ? tiles : resident;
     p->cooperative = true;
   } else {
