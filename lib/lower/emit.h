@@ -92,6 +92,11 @@ typedef struct fz_emit {
   fz_status status;         /* of the first failure */
   const fz_plan_node *node; /* the node being emitted, if any */
   bool uses_libdevice;
+  /* bf16 loads widen to f32 by moving the bits up (exact, as fpext is)
+   * instead of by fpext: a value loaded again after a barrier is then not
+   * merged by LLVM with the first load's widened value, so only the
+   * loaded bf16 bits live across the barrier (lib/lower/persistent.c) */
+  bool bf16_by_bits;
   LLVMTypeRef t_void, t_i1, t_i8, t_i32, t_i64, t_half, t_bf16, t_f32, t_f64,
       t_ptr,         /* ptr addrspace(1) */
       t_sptr;        /* ptr addrspace(3): shared memory */

@@ -175,6 +175,12 @@ LLVMValueRef fz_emit_scalar_const(fz_emit *e, fz_dtype d, fz_scalar s) {
 /* ---- memory <-> register ------------------------------------------------- */
 
 static LLVMValueRef from_memory(fz_emit *e, LLVMValueRef v, fz_dtype d) {
+  if (d == FZ_BF16 && e->bf16_by_bits) {
+    LLVMValueRef bits = LLVMBuildBitCast(e->b, v, LLVMInt16TypeInContext(e->ctx), "");
+    bits = LLVMBuildZExt(e->b, bits, e->t_i32, "");
+    bits = LLVMBuildShl(e->b, bits, LLVMConstInt(e->t_i32, 16, 0), "");
+    return LLVMBuildBitCast(e->b, bits, e->t_f32, "");
+  }
   if (is_half(d))
     return LLVMBuildFPExt(e->b, v, e->t_f32, "");
   if (d == FZ_BOOL)

@@ -225,6 +225,50 @@ static LLVMValueRef *offs(pers *s, int k) {
   return s->roff + (size_t)(s->G + k) * (size_t)s->p->num_accesses;
 }
 
+/* Which full-space values a row forgets after its combines: a bf16
+ * input read straight from global memory (not from a prefetch buffer or
+ * held rows, which may be refilled after the barrier), and the cheap
+ * ops (casts, negation, add, sub, mul) of such values with row values
+ * and constants. Held across a barrier as f32, the 8 lanes of a 16-byte
+ * bf16 load take 8 registers; forgotten, LLVM merges the load made again
+ * with the first one and keeps its 4 registers of bits, each lane
+ * widened again where used (fz_emit's bf16_by_bits). */
+static void mark_refetch(pers *s) {
+  const fz_plan *p = s->p;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (s->space[i] != PS_FULL)
+      continue;
+    if (n->kind == FZ_NODE_LOAD) {
+      s->refetch[i] = p->accesses[n->access].dtype == FZ_BF16 &&
+                      !fz_plan_prefetched(p, n->access) &&
+                      !fz_plan_held_in_shared(p, n->access);
+      continue;
+    }
+    bool cheap = n->kind == FZ_NODE_OP &&
+                 (n->code == FZ_OP_CAST || n->code == FZ_OP_NEG ||
+                  n->code == FZ_OP_ADD || n->code == FZ_OP_SUB ||
+                  n->code == FZ_OP_MUL);
+    bool from_refetch = false;
+    for (int k = 0; k < n->num_operands && cheap; k++) {
+      int o = n->operands[k];
+      from_refetch |= s->refetch[o];
+      cheap = s->refetch[o] || s->space[o] == PS_CONST || s->space[o] == PS_ROW;
+    }
+    s->refetch[i] = cheap && from_refetch && n->dtype != FZ_F64;
+  }
+}
+
+/* After a row combine: the refetchable values, computed again where next
+ * used, their bf16 loads widened by bits (merged loads, distinct
+ * widenings). */
+static void forget_refetchable(pers *s) {
+  for (int i = 0; i < s->p->num_nodes; i++)
+    for (int g = 0; g < s->G && s->refetch[i]; g++)
+      *group_done(s, g, i) = false;
+  s->k->e.bf16_by_bits = true;
+}
+
 /* Every group's offset into access a for the current row, built here
  * when the plan chains them (s->chain) and this row has none yet: group
  * 0's, then each a step past the one before; a masked group reads group
@@ -396,6 +440,7 @@ static bool setup(pers *s, fz_kernel *k) {
   s->full = calloc(G * nodes * V + 1, sizeof *s->full);
   s->rowt = calloc(nodes * V + 1, sizeof *s->rowt);
   s->done = calloc((G + 1) * nodes + 1, sizeof *s->done);
+  s->refetch = calloc(nodes + 1, sizeof *s->refetch);
   s->base = calloc(acc, sizeof *s->base);
   s->step = calloc(acc + 1, sizeof *s->step);
   s->pf_rowval = calloc(nodes + 1, sizeof *s->pf_rowval);
@@ -413,12 +458,15 @@ static bool setup(pers *s, fz_kernel *k) {
   s->colacc = calloc((size_t)s->ncol * G * V + 1, sizeof *s->colacc);
   s->slice_res = calloc((size_t)s->ncol * V + 1, sizeof *s->slice_res);
   if (!s->space || !s->g || !s->gactive || !s->coord || !s->roff || !s->full ||
-      !s->rowt || !s->done || !s->base || !s->colacc || !s->pf_rowval ||
+      !s->rowt || !s->done || !s->refetch || !s->base || !s->colacc || !s->pf_rowval ||
       !s->slice_res || !s->step) {
     fz_emit_fail(e, FZ_ERR_OUT_OF_MEMORY, "out of memory");
     return false;
   }
-  return classify(s);
+  if (!classify(s))
+    return false;
+  mark_refetch(s);
+  return true;
 }
 
 static void teardown(pers *s) {
@@ -430,6 +478,7 @@ static void teardown(pers *s) {
   free(s->full);
   free(s->rowt);
   free(s->done);
+  free(s->refetch);
   free(s->base);
   free(s->step);
   free(s->colacc);
@@ -688,6 +737,7 @@ static void row_start(pers *s, LLVMValueRef row) {
 /* Every load of the row, before any arithmetic. */
 static bool row_loads(pers *s) {
   const fz_plan *p = s->p;
+  s->k->e.bf16_by_bits = false;
   for (int i = 0; i < p->num_nodes; i++) {
     if (p->nodes[i].kind != FZ_NODE_LOAD)
       continue;
@@ -829,7 +879,10 @@ static bool row_reduce(pers *s, int round, const fz_reduce_set *rs) {
       return false;
   if (s->p->weights_early && round == s->p->phases - 1 && !weight_loads(s))
     return false;
-  return row_combine(s, round, rs, vals);
+  if (!row_combine(s, round, rs, vals))
+    return false;
+  forget_refetchable(s);
+  return true;
 }
 
 /* Column partials of the nodes whose operand is ready in this round, for

@@ -87,6 +87,10 @@ typedef struct pers {
   LLVMValueRef *full; /* [G][node][V] values of the current row */
   LLVMValueRef *rowt; /* [node][V] one-lane values (CONST, ROW) */
   bool *done;         /* [(G + 1) * node]: group tables, row table */
+  /* [node]: a full-space value cheap to compute again from bf16 inputs
+   * read straight from memory (refetchable), forgotten after each row
+   * combine so that only the inputs' bf16 bits live across its barrier */
+  bool *refetch;
   LLVMValueRef *base; /* [access] offset + the row's kept terms */
   LLVMValueRef row_coord[FZ_MAX_RANK];
   /* column reductions: nodes, and allocas [j][G][V] of the partials */
