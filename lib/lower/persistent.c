@@ -225,7 +225,8 @@ static LLVMValueRef *offs(pers *s, int k) {
   return s->roff + (size_t)(s->G + k) * (size_t)s->p->num_accesses;
 }
 
-/* Which full-space values a row forgets after its combines: a bf16
+/* Which full-space values a row of a refetch_bf16 plan forgets after its
+ * combines: a bf16
  * input read straight from global memory (not from a prefetch buffer or
  * held rows, which may be refilled after the barrier), and the cheap
  * ops (casts, negation, add, sub, mul) of such values with row values
@@ -235,6 +236,8 @@ static LLVMValueRef *offs(pers *s, int k) {
  * widened again where used (fz_emit's bf16_by_bits). */
 static void mark_refetch(pers *s) {
   const fz_plan *p = s->p;
+  if (!p->refetch_bf16)
+    return;
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
     if (s->space[i] != PS_FULL)
@@ -263,6 +266,8 @@ static void mark_refetch(pers *s) {
  * used, their bf16 loads widened by bits (merged loads, distinct
  * widenings). */
 static void forget_refetchable(pers *s) {
+  if (!s->p->refetch_bf16)
+    return;
   for (int i = 0; i < s->p->num_nodes; i++)
     for (int g = 0; g < s->G && s->refetch[i]; g++)
       *group_done(s, g, i) = false;

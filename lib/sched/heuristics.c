@@ -157,6 +157,13 @@ void fz_plan_choose_weights_early(fz_plan *p) {
                      fz_plan_has_weight_row(p);
 }
 
+void fz_plan_choose_refetch(fz_plan *p) {
+  const char *env = getenv("FZ_REFETCH_BF16");
+  p->refetch_bf16 = env && strcmp(env, "1") == 0 &&
+                    p->kind != FZ_PLAN_OUTER_PERSISTENT && !p->multipass &&
+                    fz_plan_has_refetchable_bf16(p);
+}
+
 void fz_plan_choose_row_values(fz_plan *p) {
   const char *env = getenv("FZ_PREFETCH_ROW_VALUES");
   size_t row_bytes = 0;

@@ -91,6 +91,10 @@ void fz_plan_choose_deep(fz_plan *p);
  * a weight row and reduces its rows, with FZ_WEIGHT_LOAD=early (for A/B
  * timing); the weights are loaded where first used otherwise. */
 void fz_plan_choose_weights_early(fz_plan *p);
+/* Sets p->refetch_bf16 (plan.h) on a persistent plan of rows, not a
+ * multipass walk, that reads a bf16 input straight from memory, with
+ * FZ_REFETCH_BF16=1 (for A/B timing, and until it has run on a GPU). */
+void fz_plan_choose_refetch(fz_plan *p);
 
 /* ---- indexing -------------------------------------------------------- */
 

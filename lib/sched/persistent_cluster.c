@@ -118,6 +118,7 @@ static bool cluster_prefetch(const fz_problem *pb, fz_plan *p, int per_sm,
   p->prefetch_deep = false; /* two buffers at most fit beside a cluster's row */
   p->prefetch_row_values = false;
   p->weights_early = false;
+  p->refetch_bf16 = false;
   if ((off && strcmp(off, "0") == 0) || pb->device.sm < 80 ||
       rows <= resident || (single && p->phases < 1) ||
       !fz_plan_prefetch_pieces_fit(p))

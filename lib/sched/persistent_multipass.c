@@ -166,6 +166,7 @@ bool fz_multipass_plan(fz_dag *d, const fz_problem *pb, fz_plan *p) {
   p->prefetch = false;
   p->prefetch_row_values = false;
   p->weights_early = false;
+  p->refetch_bf16 = false;
   int64_t bound = rows + p->grid_x + fz_plan_row_points(p) +
                   (int64_t)sh.trip * sh.block_x * p->vector;
   p->index32 = fz_plan_fits_int32(p, bound);

@@ -107,6 +107,30 @@ bool fz_plan_has_weight_row(const fz_plan *p) {
   return false;
 }
 
+bool fz_plan_has_refetchable_bf16(const fz_plan *p) {
+  if (!fz_plan_is_persistent(p))
+    return false;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const fz_plan_node *n = &p->nodes[i];
+    if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL ||
+        p->accesses[n->access].dtype != FZ_BF16 ||
+        fz_plan_prefetched(p, n->access) ||
+        fz_plan_held_in_shared(p, n->access))
+      continue;
+    /* it varies along the row and from row to row (a weight row is
+     * loaded once where first used) */
+    const fz_plan_access *acc = &p->accesses[n->access];
+    bool along_rows = false, along_row = false;
+    for (int d = 0; d < p->rank; d++) {
+      along_rows |= !p->row_axes[d] && acc->strides[d] != 0;
+      along_row |= p->row_axes[d] && acc->strides[d] != 0;
+    }
+    if (along_rows && along_row)
+      return true;
+  }
+  return false;
+}
+
 bool fz_plan_held_in_shared(const fz_plan *p, int a) {
   return p->held_shared && p->kind == FZ_PLAN_OUTER_PERSISTENT &&
          row_varying_input(p, a);
@@ -556,10 +580,11 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       fz_buf_printf(&b, "block=dynx%d", p->block_y);
     else
       fz_buf_printf(&b, "block=%dx%d", p->block_x, p->block_y);
-    fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s%s reduced=",
+    fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s%s%s reduced=",
                   p->split > 1 ? "grid" : "none", p->persistent, p->phases,
                   p->cooperative ? " coop" : "", prefetch_text(p),
-                  p->weights_early ? " weights=early" : "");
+                  p->weights_early ? " weights=early" : "",
+                  p->refetch_bf16 ? " refetch=bf16" : "");
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
     if (fz_plan_is_persistent(p)) {
@@ -641,6 +666,8 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       fz_buf_puts(b, " multipass");
     if (p->weights_early)
       fz_buf_puts(b, " weights=early");
+    if (p->refetch_bf16)
+      fz_buf_puts(b, " refetch=bf16");
     fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");
   }
   else if (is_reduction(p)) {

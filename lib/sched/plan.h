@@ -297,6 +297,13 @@ typedef struct fz_plan {
    * shuffles and block barrier, instead of where it is first used,
    * after that barrier. Its values then live across the barrier. */
   bool weights_early;
+  /* A persistent plan whose rows read bf16 inputs straight from memory
+   * forgets them after each row combine (lib/lower/persistent.c
+   * mark_refetch): loaded again where next used, LLVM merges the load
+   * with the first and only the bf16 bits live across the barrier, not
+   * f32 values (RMS norm bf16 16384x8192: 72 registers instead of 96).
+   * Not on a multipass walk or held rows. */
+  bool refetch_bf16;
   /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
    * order of the nodes that first read them, and their bound values:
    * kernel parameters like the extents (fz_plan_symbol_param gives a
@@ -395,6 +402,10 @@ bool fz_plan_has_row_values(const fz_plan *p);
  * input that varies along the row and not across rows (what
  * weights_early moves). */
 bool fz_plan_has_weight_row(const fz_plan *p);
+/* Whether a persistent plan reads a bf16 input that varies along the row
+ * and from row to row straight from memory (not from a prefetch buffer
+ * or held rows): what refetch_bf16 forgets after a row combine. */
+bool fz_plan_has_refetchable_bf16(const fz_plan *p);
 /* Whether access `a` is one whose held rows a held_shared plan keeps in
  * shared memory: the same inputs as a prefetch's. */
 bool fz_plan_held_in_shared(const fz_plan *plan, int a);

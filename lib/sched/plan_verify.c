@@ -611,6 +611,14 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
                : p->cluster                        ? "shares rows across a cluster"
                : p->phases < 1                     ? "has no row reduction"
                                                    : "loads no weight row");
+  if (p->refetch_bf16 &&
+      (p->kind == FZ_PLAN_OUTER_PERSISTENT || p->multipass ||
+       !fz_plan_has_refetchable_bf16(p)))
+    return bad(err, "bf16 inputs loaded again after row combines by a plan "
+                    "that %s",
+               p->kind == FZ_PLAN_OUTER_PERSISTENT ? "holds its rows"
+               : p->multipass ? "walks its rows in passes"
+                              : "reads no bf16 input straight from memory");
   if (p->column_cluster && (st = verify_column_cluster(p, err)))
     return st;
   if (persistent && (st = verify_persistent(p, err)))

@@ -198,6 +198,11 @@ static bool weights_early(fz_plan *p) {
   p->weights_early = !p->weights_early;
   return true;
 }
+/* bf16 rows loaded again after each row combine, or held */
+static bool refetch_bf16(fz_plan *p) {
+  p->refetch_bf16 = !p->refetch_bf16;
+  return true;
+}
 /* row values staged in the buffers or loaded into registers */
 static bool prefetch_row_values(fz_plan *p) {
   if (!p->prefetch)
@@ -394,7 +399,7 @@ static const case_ cases[] = {
     STRUCTURAL(phases),        STRUCTURAL(cooperative),
     STRUCTURAL(prefetch),      STRUCTURAL(prefetch_single),
     STRUCTURAL(prefetch_deep), STRUCTURAL(prefetch_row_values),
-    STRUCTURAL(weights_early),
+    STRUCTURAL(weights_early), STRUCTURAL(refetch_bf16),
     STRUCTURAL(reduced),
     STRUCTURAL(row_axes),      STRUCTURAL(persistent_full),
     STRUCTURAL(cluster),       STRUCTURAL(column_slices),

@@ -216,6 +216,7 @@ static const char *ROW_SUM = "fusion @rs(%x: f32[M, N]) {\n"
                              "}\n";
 
 static const char *SOFTMAX = FZ_TEST_SOFTMAX("softmax", "f32");
+static const char *SOFTMAX_BF16 = FZ_TEST_SOFTMAX("softmax", "bf16");
 
 static const char *BATCH_NORM = "fusion @bn(%x: f32[M, C], %w: f32[C]) {\n"
                                 "  %s = sum %x dims(0) keepdim : f32[b1, C]\n"
@@ -493,6 +494,34 @@ START_TEST(weights_loaded_early) {
 }
 END_TEST
 
+/* bf16 rows loaded again after each row combine: a persistent plan of
+ * rows that reads bf16 rows straight from memory, not a multipass walk. */
+START_TEST(bf16_rows_loaded_again) {
+  scheduled s;
+  fz_plan *p = schedule(&s, SOFTMAX_BF16, "M=64,N=1000");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_PERSISTENT);
+  ck_assert(fz_plan_has_refetchable_bf16(p));
+  p->refetch_bf16 = true;
+  verifies(p);
+  p->multipass = true;
+  refused(p, "bf16 inputs loaded again after row combines by a plan that "
+             "walks its rows in passes",
+          NULL);
+  scheduled_free(&s);
+  p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  ck_assert(!fz_plan_has_refetchable_bf16(p));
+  p->refetch_bf16 = true;
+  refused(p, "a plan that reads no bf16 input straight from memory", NULL);
+  scheduled_free(&s);
+  p = schedule(&s, BATCH_NORM, "M=8192,C=256");
+  p->refetch_bf16 = true;
+  refused(p, "bf16 inputs loaded again after row combines by a plan that "
+             "holds its rows",
+          NULL);
+  scheduled_free(&s);
+}
+END_TEST
+
 START_TEST(row_node_in_a_pointwise_plan) {
   hand_plan h;
   build_add(&h);
@@ -658,6 +687,7 @@ static Suite *make(void) {
   tcase_add_test(sched, outer_rows_span_the_kept_axes);
   tcase_add_test(sched, rows_held_in_shared_memory);
   tcase_add_test(sched, weights_loaded_early);
+  tcase_add_test(sched, bf16_rows_loaded_again);
   tcase_add_test(sched, column_reduce_in_its_operands_round);
   tcase_add_test(sched, column_cluster_rules);
   tcase_add_test(sched, tiled_output);
