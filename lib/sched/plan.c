@@ -34,17 +34,26 @@ void fz_plan_launch_shape(const fz_plan *p, unsigned grid[3],
   block[2] = 1;
 }
 
+/* Whether access a's strides move it from row to row (*along_rows) and
+ * along the row (*along_row). */
+static void access_varies(const fz_plan *p, int a, bool *along_rows,
+                          bool *along_row) {
+  const fz_plan_access *acc = &p->accesses[a];
+  *along_rows = *along_row = false;
+  for (int d = 0; d < p->rank; d++) {
+    *along_rows |= !p->row_axes[d] && acc->strides[d] != 0;
+    *along_row |= p->row_axes[d] && acc->strides[d] != 0;
+  }
+}
+
 /* An input read in the full space that varies along the rows and along
  * the row: what a prefetch copies ahead and a held_shared plan keeps. */
 static bool row_varying_input(const fz_plan *p, int a) {
   const fz_plan_access *acc = &p->accesses[a];
   if (acc->is_output || acc->clamp)
     return false;
-  bool along_rows = false, along_row = false, full_load = false;
-  for (int d = 0; d < p->rank; d++) {
-    along_rows |= !p->row_axes[d] && acc->strides[d] != 0;
-    along_row |= p->row_axes[d] && acc->strides[d] != 0;
-  }
+  bool along_rows, along_row, full_load = false;
+  access_varies(p, a, &along_rows, &along_row);
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
     full_load |=
@@ -65,11 +74,8 @@ static bool row_constant_input(const fz_plan *p, int a) {
   if (acc->is_output || acc->clamp || acc->gathered ||
       !(bytes == 4 || bytes == 8))
     return false;
-  bool along_rows = false, along_row = false, load = false;
-  for (int d = 0; d < p->rank; d++) {
-    along_rows |= !p->row_axes[d] && acc->strides[d] != 0;
-    along_row |= p->row_axes[d] && acc->strides[d] != 0;
-  }
+  bool along_rows, along_row, load = false;
+  access_varies(p, a, &along_rows, &along_row);
   for (int i = 0; i < p->num_nodes; i++)
     load |= p->nodes[i].kind == FZ_NODE_LOAD && p->nodes[i].access == a;
   return along_rows && !along_row && load;
@@ -95,12 +101,8 @@ bool fz_plan_has_weight_row(const fz_plan *p) {
     const fz_plan_node *n = &p->nodes[i];
     if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL)
       continue;
-    const fz_plan_access *acc = &p->accesses[n->access];
-    bool along_rows = false, along_row = false;
-    for (int d = 0; d < p->rank; d++) {
-      along_rows |= !p->row_axes[d] && acc->strides[d] != 0;
-      along_row |= p->row_axes[d] && acc->strides[d] != 0;
-    }
+    bool along_rows, along_row;
+    access_varies(p, n->access, &along_rows, &along_row);
     if (along_row && !along_rows)
       return true;
   }
@@ -119,12 +121,8 @@ bool fz_plan_has_refetchable_bf16(const fz_plan *p) {
       continue;
     /* it varies along the row and from row to row (a weight row is
      * loaded once where first used) */
-    const fz_plan_access *acc = &p->accesses[n->access];
-    bool along_rows = false, along_row = false;
-    for (int d = 0; d < p->rank; d++) {
-      along_rows |= !p->row_axes[d] && acc->strides[d] != 0;
-      along_row |= p->row_axes[d] && acc->strides[d] != 0;
-    }
+    bool along_rows, along_row;
+    access_varies(p, n->access, &along_rows, &along_row);
     if (along_rows && along_row)
       return true;
   }
