@@ -18,7 +18,9 @@ and the change.
 With --switch repeated, each switch runs alone against the one default
 side (which then runs once a round, not once a switch), the side that
 goes first turning round by round, and the table has each switch's plan,
-time and change.
+time and change. A switch may set several variables at once, separated
+by spaces (--switch "FZ_REFETCH_BF16=1 FZ_PERSISTENT_GROUPS=4"): its side
+runs with all of them, and the default side with none of any switch's.
 
 A row is FILE:SIZES (fuse-run's --size), or comes from --rows FILE (one
 row a line, # comments). Times are fuse-run's (median of --iters CUDA-event
@@ -59,10 +61,21 @@ def parse_row(text):
 
 
 def parse_switch(text):
-    name, sep, value = text.partition("=")
-    if not sep or not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
-        raise ValueError("switch %r is not NAME=VALUE" % text)
-    return name, value
+    """[(name, value), ...] of "NAME=VALUE [NAME=VALUE ...]"."""
+    pairs = []
+    for word in text.split():
+        name, sep, value = word.partition("=")
+        if not sep or not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
+            raise ValueError("switch %r is not NAME=VALUE [NAME=VALUE ...]" % text)
+        pairs.append((name, value))
+    if not pairs or len({n for n, _ in pairs}) != len(pairs):
+        raise ValueError("switch %r is not NAME=VALUE [NAME=VALUE ...] "
+                         "with each NAME once" % text)
+    return pairs
+
+
+def switch_label(pairs):
+    return " ".join("%s=%s" % p for p in pairs)
 
 
 def parse_run(out):
@@ -102,15 +115,16 @@ def measure(rows, fuse_run, switches, iters, rounds, log=None):
     side's run, its "switched" one run per switch, in order."""
     log = log or sys.stderr
     base_env = dict(os.environ)
-    for name, _ in switches:
-        base_env.pop(name, None)
+    for pairs in switches:
+        for name, _ in pairs:
+            base_env.pop(name, None)
     envs = [base_env]
     labels = ["default"]
-    for name, value in switches:
+    for pairs in switches:
         env = dict(base_env)
-        env[name] = value
+        env.update(pairs)
         envs.append(env)
-        labels.append("%s=%s" % (name, value))
+        labels.append(switch_label(pairs))
     results = []
     for path, sizes in rows:
         runs = [[] for _ in envs]
@@ -149,8 +163,7 @@ def side_cells(g):
 
 def table(data):
     head = ["fusion", "size", "default plan", "default us (% copy)"]
-    for name, value in data["switches"]:
-        s = "%s=%s" % (name, value)
+    for s in data["switches"]:
         head += [s + " plan", s + " us (% copy)", s + " against default"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in data["results"]:
@@ -169,7 +182,7 @@ def commit_line(data):
 
 
 def report(data):
-    lines = ["# A/B of " + ", ".join("%s=%s" % tuple(s) for s in data["switches"]), "",
+    lines = ["# A/B of " + ", ".join(data["switches"]), "",
              "- date: %s" % data["date"],
              "- GPU: %s" % (data.get("device") or "unknown"),
              "- fz commit: %s" % commit_line(data),
@@ -220,8 +233,9 @@ def main(argv=None):
     ap.add_argument("--rows", dest="rows_file", default="",
                     help="a file of rows, one a line (# comments)")
     ap.add_argument("--switch", required=True, action="append",
-                    help="NAME=VALUE set in the environment of a switched side; "
-                         "the default side runs without NAME; repeat it for more "
+                    help="NAME=VALUE (or several, separated by spaces) set in "
+                         "the environment of a switched side; the default side "
+                         "runs without any switch's NAME; repeat it for more "
                          "sides against the one default (each switch alone)")
     ap.add_argument("--iters", type=int, default=30, help="timed runs per fuse-run")
     ap.add_argument("--rounds", type=int, default=1,
@@ -249,7 +263,7 @@ def main(argv=None):
     except Skipped as e:
         print("ab.py: SKIPPED, no GPU (%s)" % e)
         return SKIPPED
-    data = dict(switches=[list(s) for s in switches], iters=args.iters,
+    data = dict(switches=[switch_label(s) for s in switches], iters=args.iters,
                 rounds=args.rounds, results=results)
     stamp(data, args.fuse_run)
     emit(report(data), data, args.report, args.json)

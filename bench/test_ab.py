@@ -27,20 +27,21 @@ with open(log, "a") as fh:
     n = sum(1 for _ in open(log)) if os.path.exists(log) else 0
 switched = os.environ.get("FZ_TEST_SWITCH") == "0"
 other = os.environ.get("FZ_TEST_OTHER") == "1"
-if switched and other:
+mode = os.environ.get("FAKE_MODE", "")
+if switched and other and mode != "both":
     print("fuse-run: both switches set at once")
     sys.exit(1)
-side = "switched" if switched else "other" if other else "default"
+side = ("both" if switched and other else "switched" if switched
+        else "other" if other else "default")
 with open(log, "a") as fh:
     fh.write("%s %s %s\n" % (side, sys.argv[1], sys.argv[3]))
-mode = os.environ.get("FAKE_MODE", "")
 if mode == "skip":
     print("fuse-run: x.fz: SKIPPED, no GPU (cannot load the CUDA driver)")
     sys.exit(77)
 if mode == "fail" and side == "switched":
     print("fuse-run: launch failed: CUDA_ERROR_LAUNCH_FAILED")
     sys.exit(1)
-us = {"default": 100.0, "switched": 80.0, "other": 90.0}[side] + (5.0 if n in (2, 3) else 0.0)
+us = {"default": 100.0, "switched": 80.0, "other": 90.0, "both": 70.0}[side] + (5.0 if n in (2, 3) else 0.0)
 print("plan @f inner-persistent kernel=fz_inner_persistent")
 print("  space [I8, R8] reference %x index32")
 print("  launch grid=8 block=512x1%s" % (" prefetch" if side == "default" else ""))
@@ -169,6 +170,33 @@ def test_two_switches_one_default(tmp):
           cells[9] == "-10.0%", cells)
 
 
+def test_switch_of_two_variables(tmp):
+    # one side with both variables set, one with the second alone; the
+    # default side with neither, even where the caller's environment has
+    # one of them
+    os.environ["FZ_TEST_OTHER"] = "1"
+    try:
+        rc, out, _, calls = run(tmp, ["a.fz:M=8", "--rounds", "2"], mode="both",
+                                switches=("FZ_TEST_SWITCH=0  FZ_TEST_OTHER=1",
+                                          "FZ_TEST_OTHER=1"))
+    finally:
+        del os.environ["FZ_TEST_OTHER"]
+    check(rc == 0, "exit status %d: %s" % (rc, out))
+    check([c.split()[0] for c in calls] ==
+          ["default", "both", "other", "both", "other", "default"],
+          "order %s" % calls)
+    check("# A/B of FZ_TEST_SWITCH=0 FZ_TEST_OTHER=1, FZ_TEST_OTHER=1" in out, out)
+    cells = [c.strip() for c in
+             [l for l in out.splitlines() if l.startswith("| a.fz")][0].strip("|").split("|")]
+    check(cells[5].startswith("70.00") and cells[6] == "-30.0%" and
+          cells[8].startswith("90.00") and cells[9] == "-10.0%", cells)
+    for bad in ("FZ_A=1 junk", "FZ_A=1 FZ_A=2", "  "):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            rc = ab.main(["--switch", bad, "a.fz:M=8"])
+        check(rc == 2 and "NAME=VALUE" in err.getvalue(), "%r: %s" % (bad, err.getvalue()))
+
+
 def run_tests(tests, name):
     """Each test in a scratch folder of its own; every failure reported,
     then exit status 1."""
@@ -188,7 +216,8 @@ def main():
     return run_tests([test_table_order_and_best_round, test_commit_of_the_build,
                       test_failed_side, test_skipped_without_gpu,
                       test_bad_arguments, test_rows_file,
-                      test_two_switches_one_default], "bench ab")
+                      test_two_switches_one_default,
+                      test_switch_of_two_variables], "bench ab")
 
 
 if __name__ == "__main__":
