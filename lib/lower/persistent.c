@@ -243,9 +243,7 @@ static void mark_refetch(pers *s) {
     if (s->space[i] != PS_FULL)
       continue;
     if (n->kind == FZ_NODE_LOAD) {
-      s->refetch[i] = p->accesses[n->access].dtype == FZ_BF16 &&
-                      !fz_plan_prefetched(p, n->access) &&
-                      !fz_plan_held_in_shared(p, n->access);
+      s->refetch[i] = fz_plan_refetchable_bf16(p, n->access);
       continue;
     }
     bool cheap = n->kind == FZ_NODE_OP &&

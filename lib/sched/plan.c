@@ -109,21 +109,22 @@ bool fz_plan_has_weight_row(const fz_plan *p) {
   return false;
 }
 
-bool fz_plan_has_refetchable_bf16(const fz_plan *p) {
-  if (!fz_plan_is_persistent(p))
+bool fz_plan_refetchable_bf16(const fz_plan *p, int a) {
+  if (!fz_plan_is_persistent(p) || p->accesses[a].dtype != FZ_BF16 ||
+      fz_plan_prefetched(p, a) || fz_plan_held_in_shared(p, a))
     return false;
+  /* it varies along the row and from row to row (a weight row is loaded
+   * once where first used) */
+  bool along_rows, along_row;
+  access_varies(p, a, &along_rows, &along_row);
+  return along_rows && along_row;
+}
+
+bool fz_plan_has_refetchable_bf16(const fz_plan *p) {
   for (int i = 0; i < p->num_nodes; i++) {
     const fz_plan_node *n = &p->nodes[i];
-    if (n->kind != FZ_NODE_LOAD || n->space != FZ_SPACE_FULL ||
-        p->accesses[n->access].dtype != FZ_BF16 ||
-        fz_plan_prefetched(p, n->access) ||
-        fz_plan_held_in_shared(p, n->access))
-      continue;
-    /* it varies along the row and from row to row (a weight row is
-     * loaded once where first used) */
-    bool along_rows, along_row;
-    access_varies(p, n->access, &along_rows, &along_row);
-    if (along_rows && along_row)
+    if (n->kind == FZ_NODE_LOAD && n->space == FZ_SPACE_FULL &&
+        fz_plan_refetchable_bf16(p, n->access))
       return true;
   }
   return false;

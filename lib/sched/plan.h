@@ -406,6 +406,8 @@ bool fz_plan_has_weight_row(const fz_plan *p);
  * and from row to row straight from memory (not from a prefetch buffer
  * or held rows): what refetch_bf16 forgets after a row combine. */
 bool fz_plan_has_refetchable_bf16(const fz_plan *p);
+/* Whether access a is such an input (the lowering's rule per load). */
+bool fz_plan_refetchable_bf16(const fz_plan *p, int a);
 /* Whether access `a` is one whose held rows a held_shared plan keeps in
  * shared memory: the same inputs as a prefetch's. */
 bool fz_plan_held_in_shared(const fz_plan *plan, int a);
