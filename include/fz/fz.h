@@ -501,6 +501,16 @@ void fz_executor_get_stats(const fz_executor *executor,
 const char *fz_executor_last_plan(const fz_executor *executor);
 const char *fz_executor_last_ptx(const fz_executor *executor);
 
+/* Where the last run's time went, for kernels planned with
+ * FZ_TRACE=phases (inner-outer kernels: the row walk, the column
+ * partials, the grid barrier, the final pass): *text becomes a malloc'd
+ * report (the caller frees it with free()) giving, for each such launch,
+ * when its blocks reached each phase and the span from each to the
+ * next, read back from the GPU; NULL when the last run traced no kernel
+ * or on an error. Waits for the device's work. */
+fz_status fz_executor_last_trace(fz_executor *executor, char **text,
+                                 fz_error *err);
+
 /* Device memory for callers (CUdeviceptr values, 256-byte aligned),
  * allocated in the device's primary context and owned by the caller.
  * alloc: bytes == 0 gives *out = 0; FZ_ERR_OUT_OF_MEMORY when the device

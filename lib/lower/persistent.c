@@ -1107,6 +1107,8 @@ static bool body(pers *s) {
   if (!entry(s) || !tile_walk_init(s, &w))
     return false;
   tile_walk_last(s, &w);
+  if (!fz_pers_trace(s, FZ_TRACE_START, NULL))
+    return false;
   if (p->prefetch) {
     LLVMValueRef first = clamped_row(s, &w, w.ctaid);
     LLVMValueRef any = LLVMBuildICmp(b, LLVMIntULT, w.ctaid, w.tiles, "");
@@ -1169,12 +1171,16 @@ static bool body(pers *s) {
     fz_emit_barrier(e);
   if (p->prefetch && !single)
     fz_pers_prefetch_end(s);
+  if (!fz_pers_trace(s, FZ_TRACE_FIRST_ROW,
+                     LLVMBuildICmp(b, LLVMIntEQ, tile, w.ctaid, "")))
+    return false;
   if (walk)
     fz_emit_loop_end(e, &tl, w.nctaid);
   else
     fz_if_end(e, &one);
 
-  if (s->outer && !fz_pers_columns(s, -1))
+  if (!fz_pers_trace(s, FZ_TRACE_ROWS, NULL) ||
+      (s->outer && !fz_pers_columns(s, -1)))
     return false;
   if (p->cluster)
     fz_pers_cluster_exit(s);

@@ -250,6 +250,13 @@ void fz_pers_cluster_wait(fz_emit *e);
 bool fz_pers_cluster_publish(pers *s, const LLVMValueRef *region,
                              LLVMValueRef points, LLVMValueRef *vals);
 
+/* ---- persistent_trace.c -------------------------------------------------- */
+
+/* With plan->trace_phases, thread 0 of the block records `mark` (both
+ * clocks, plan.h) where `when` (i1; NULL: always) holds; nothing
+ * otherwise. */
+bool fz_pers_trace(pers *s, fz_trace_mark mark, LLVMValueRef when);
+
 /* ---- persistent.c, for persistent_multipass.c ----------------------------- */
 
 /* The kernel's state (spaces, tables) for the plan, and its release. */

@@ -578,14 +578,16 @@ bool fz_pers_columns(pers *s, int round) {
              : publish(s, &w, vals);
   }
   free(vals);
-  if (!ok)
+  if (!ok || !fz_pers_trace(s, FZ_TRACE_PUBLISHED, NULL))
     return false;
   grid_barrier(s);
+  if (!fz_pers_trace(s, FZ_TRACE_BARRIER, NULL))
+    return false;
   /* every block of the cluster is past its reads of the others' shared
    * memory (they all passed the grid barrier), so a block may leave */
   if (s->p->column_cluster)
     fz_pers_cluster_wait(e);
-  if (!final_pass(s, &w))
+  if (!final_pass(s, &w) || !fz_pers_trace(s, FZ_TRACE_END, NULL))
     return false;
   /* an outer plan's rows read the results: every block's must be out */
   if (s->held)

@@ -186,6 +186,8 @@ typedef struct CUlaunchConfig_st {
                          void **option_values))                                \
   X(cuModuleUnload, (CUmodule module))                                         \
   X(cuModuleGetFunction, (CUfunction * fn, CUmodule module, const char *name)) \
+  X(cuModuleGetGlobal_v2, (CUdeviceptr * dptr, size_t * bytes,                 \
+                           CUmodule module, const char *name))                 \
   X(cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction fn)) \
   X(cuFuncSetAttribute, (CUfunction fn, CUfunction_attribute attrib, int v))   \
   X(cuLaunchKernel,                                                            \

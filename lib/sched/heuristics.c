@@ -164,6 +164,12 @@ void fz_plan_choose_refetch(fz_plan *p) {
                     fz_plan_has_refetchable_bf16(p);
 }
 
+void fz_plan_choose_trace(fz_plan *p) {
+  const char *env = getenv("FZ_TRACE");
+  p->trace_phases = env && strcmp(env, "phases") == 0 &&
+                    p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
+}
+
 void fz_plan_choose_row_values(fz_plan *p) {
   const char *env = getenv("FZ_PREFETCH_ROW_VALUES");
   size_t row_bytes = 0;

@@ -95,6 +95,10 @@ void fz_plan_choose_weights_early(fz_plan *p);
  * multipass walk, that reads a bf16 input straight from memory, with
  * FZ_REFETCH_BF16=1 (for A/B timing, and until it has run on a GPU). */
 void fz_plan_choose_refetch(fz_plan *p);
+/* Sets p->trace_phases (plan.h) on an inner-outer plan with
+ * FZ_TRACE=phases: the kernel records when each block reaches each phase
+ * (for measurement; it costs a few stores a block). */
+void fz_plan_choose_trace(fz_plan *p);
 
 /* ---- indexing -------------------------------------------------------- */
 

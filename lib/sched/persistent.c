@@ -379,6 +379,7 @@ static bool heuristics(fz_dag *d, const fz_problem *pb, fz_plan *p,
   choose_prefetch(pb, p, tiles);
   fz_plan_choose_weights_early(p);
   fz_plan_choose_refetch(p); /* after prefetch: prefetched inputs are not */
+  fz_plan_choose_trace(p);
   fz_column_cluster_plan(pb, p);
   int64_t bound = rows + p->grid_x * by + fz_plan_row_points(p) + bx * v;
   p->index32 = fz_plan_fits_int32(p, bound);

@@ -94,6 +94,14 @@ bool fz_plan_has_row_values(const fz_plan *p) {
   return false;
 }
 
+const char *fz_trace_mark_name(fz_trace_mark m) {
+  static const char *const names[FZ_TRACE_MARKS] = {
+      [FZ_TRACE_START] = "start",         [FZ_TRACE_FIRST_ROW] = "first-row",
+      [FZ_TRACE_ROWS] = "rows",           [FZ_TRACE_PUBLISHED] = "published",
+      [FZ_TRACE_BARRIER] = "grid-barrier", [FZ_TRACE_END] = "end"};
+  return (int)m >= 0 && m < FZ_TRACE_MARKS ? names[m] : "?";
+}
+
 bool fz_plan_has_weight_row(const fz_plan *p) {
   if (!fz_plan_is_persistent(p))
     return false;
@@ -579,11 +587,12 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       fz_buf_printf(&b, "block=dynx%d", p->block_y);
     else
       fz_buf_printf(&b, "block=%dx%d", p->block_x, p->block_y);
-    fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s%s%s reduced=",
+    fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s%s%s%s reduced=",
                   p->split > 1 ? "grid" : "none", p->persistent, p->phases,
                   p->cooperative ? " coop" : "", prefetch_text(p),
                   p->weights_early ? " weights=early" : "",
-                  p->refetch_bf16 ? " refetch=bf16" : "");
+                  p->refetch_bf16 ? " refetch=bf16" : "",
+                  p->trace_phases ? " trace=phases" : "");
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
     if (fz_plan_is_persistent(p)) {
@@ -667,6 +676,8 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       fz_buf_puts(b, " weights=early");
     if (p->refetch_bf16)
       fz_buf_puts(b, " refetch=bf16");
+    if (p->trace_phases)
+      fz_buf_puts(b, " trace=phases");
     fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");
   }
   else if (is_reduction(p)) {

@@ -304,6 +304,12 @@ typedef struct fz_plan {
    * f32 values (RMS norm bf16 16384x8192: 72 registers instead of 96).
    * Not on a multipass walk or held rows. */
   bool refetch_bf16;
+  /* An inner-outer plan records when each block reaches each phase
+   * (lib/lower/persistent_trace.c: the row walk, the column partials,
+   * the grid barrier, the final pass) into its module's fz_trace array,
+   * which fz_executor_last_trace reads back: where a launch's fixed cost
+   * goes, on the GPU, without a profiler. For measurement only. */
+  bool trace_phases;
   /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
    * order of the nodes that first read them, and their bound values:
    * kernel parameters like the extents (fz_plan_symbol_param gives a
@@ -385,6 +391,26 @@ int fz_plan_gather_param(const fz_plan *plan, int a);
 
 /* Which of plan->symbols a SYMBOL node reads (its position there). */
 int fz_plan_symbol_param(const fz_plan *plan, const fz_plan_node *node);
+
+/* The phase marks of a traced inner-outer kernel (trace_phases), in the
+ * order a block reaches them, and where they are stored: the module's
+ * global array fz_trace holds, for each of the grid's first
+ * FZ_TRACE_BLOCKS blocks and each mark, the global timer (ns, one clock
+ * for every SM) and then the SM's cycle counter (clock64) when the
+ * block's thread 0 got there, at words (block * FZ_TRACE_MARKS + mark) *
+ * 2 and + 1. A block that walks no row leaves FZ_TRACE_FIRST_ROW zero. */
+typedef enum fz_trace_mark {
+  FZ_TRACE_START,     /* past the entry's setup */
+  FZ_TRACE_FIRST_ROW, /* the block's first row stored */
+  FZ_TRACE_ROWS,      /* every row of the block stored */
+  FZ_TRACE_PUBLISHED, /* its column partials written */
+  FZ_TRACE_BARRIER,   /* past the grid barrier */
+  FZ_TRACE_END,       /* its share of the final column pass done */
+  FZ_TRACE_MARKS
+} fz_trace_mark;
+enum { FZ_TRACE_BLOCKS = 1024 };
+/* "start", "first-row", ...: the mark's name in reports. */
+const char *fz_trace_mark_name(fz_trace_mark m);
 
 /* Whether access `a` is one a prefetching plan copies ahead: an input
  * read in the full space that varies along the rows and the columns. */

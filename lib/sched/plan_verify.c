@@ -619,6 +619,9 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
                p->kind == FZ_PLAN_OUTER_PERSISTENT ? "holds its rows"
                : p->multipass ? "walks its rows in passes"
                               : "reads no bf16 input straight from memory");
+  /* the marks are placed in the inner-outer kernel's phases */
+  if (p->trace_phases && p->kind != FZ_PLAN_INNER_OUTER_PERSISTENT)
+    return bad(err, "phases traced by a plan that is not an inner-outer one");
   if (p->column_cluster && (st = verify_column_cluster(p, err)))
     return st;
   if (persistent && (st = verify_persistent(p, err)))

@@ -203,6 +203,11 @@ static bool refetch_bf16(fz_plan *p) {
   p->refetch_bf16 = !p->refetch_bf16;
   return true;
 }
+/* phase marks recorded or not */
+static bool trace_phases(fz_plan *p) {
+  p->trace_phases = !p->trace_phases;
+  return true;
+}
 /* row values staged in the buffers or loaded into registers */
 static bool prefetch_row_values(fz_plan *p) {
   if (!p->prefetch)
@@ -400,6 +405,7 @@ static const case_ cases[] = {
     STRUCTURAL(prefetch),      STRUCTURAL(prefetch_single),
     STRUCTURAL(prefetch_deep), STRUCTURAL(prefetch_row_values),
     STRUCTURAL(weights_early), STRUCTURAL(refetch_bf16),
+    STRUCTURAL(trace_phases),
     STRUCTURAL(reduced),
     STRUCTURAL(row_axes),      STRUCTURAL(persistent_full),
     STRUCTURAL(cluster),       STRUCTURAL(column_slices),

@@ -605,6 +605,24 @@ START_TEST(column_cluster_rules) {
 }
 END_TEST
 
+/* Phase marks: placed in the inner-outer kernel's phases only. */
+START_TEST(phases_traced) {
+  scheduled s;
+  setenv("FZ_TRACE", "phases", 1); /* off by default */
+  fz_plan *p = schedule(&s, ROWS_AND_COLUMNS, "M=4096,N=2048");
+  unsetenv("FZ_TRACE");
+  ck_assert_int_eq(p->kind, FZ_PLAN_INNER_OUTER_PERSISTENT);
+  ck_assert(p->trace_phases);
+  verifies(p);
+  scheduled_free(&s);
+  p = schedule(&s, SOFTMAX, "M=64,N=1000");
+  ck_assert(!p->trace_phases);
+  p->trace_phases = true;
+  refused(p, "phases traced by a plan that is not an inner-outer one", NULL);
+  scheduled_free(&s);
+}
+END_TEST
+
 START_TEST(tiled_output) {
   scheduled s;
   fz_plan *p = schedule(&s, PERMUTE_2D, "M=1000,N=777");
@@ -690,6 +708,7 @@ static Suite *make(void) {
   tcase_add_test(sched, bf16_rows_loaded_again);
   tcase_add_test(sched, column_reduce_in_its_operands_round);
   tcase_add_test(sched, column_cluster_rules);
+  tcase_add_test(sched, phases_traced);
   tcase_add_test(sched, tiled_output);
   tcase_add_test(sched, transpose_without_tiles);
   tcase_add_test(sched, random_node_rules);

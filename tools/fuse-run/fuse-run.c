@@ -14,6 +14,9 @@
  * interpreter; the median kernel time is reported with GB/s and the
  * fraction of a device copy (run.c does all of it). A fusion no single
  * scheduler takes runs in segments, as the executor splits it.
+ * Kernels planned with FZ_TRACE=phases record when each block reached
+ * each phase; the report of the last run (fz_executor_last_trace)
+ * follows the time, and a trace that cannot be read fails the run.
  * --expect-layout K=P0,P1,... (repeatable) also fails the run unless
  * output K is allocated densely in allocation order (P0, P1, ...), as
  * fz_executor_output_layout gives it: how GPU tests check that layouts

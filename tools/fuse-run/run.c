@@ -119,6 +119,18 @@ void run_error_text(const char *file, const fz_error *err, char *buf,
     snprintf(buf, size, "fuse-run: %s", err->message);
 }
 
+/* The phase marks of the last run's traced kernels (FZ_TRACE=phases),
+ * if any. */
+static fz_status print_trace(const run_config *c, fz_executor *ex,
+                             fz_error *err) {
+  char *text = NULL;
+  fz_status st = fz_executor_last_trace(ex, &text, err);
+  if (text)
+    say(c, stdout, "%s", text);
+  free(text);
+  return st;
+}
+
 #define CHECK(expr)                                                            \
   do {                                                                         \
     if ((expr) != FZ_OK) {                                                     \
@@ -330,8 +342,10 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
     rc = RUN_FAILED;
     goto done;
   }
-  if (c->iters <= 0)
+  if (c->iters <= 0) {
+    CHECK(print_trace(c, ex, &err));
     goto done;
+  }
 
   /* Timing: the fusion, then a device copy of the same bytes. */
   CHECK(fz_timer_create(dev, c->iters, &timer, &err));
@@ -349,6 +363,7 @@ int run_fusion(fz_device *dev, const fz_fusion *f, const int64_t *symbols,
     CHECK(fz_timer_stop(timer, r, &err));
   }
   CHECK(fz_timer_elapsed_ms(timer, ms, &err));
+  CHECK(print_trace(c, ex, &err)); /* the last timed run's */
   qsort(ms, (size_t)c->iters, sizeof *ms, compare_median);
   double kernel_ms = ms[c->iters / 2];
   double moved = input_bytes + output_bytes;
