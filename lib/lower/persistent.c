@@ -1171,7 +1171,8 @@ static bool body(pers *s) {
     fz_emit_barrier(e);
   if (p->prefetch && !single)
     fz_pers_prefetch_end(s);
-  if (!fz_pers_trace(s, FZ_TRACE_FIRST_ROW,
+  if (p->trace_phases &&
+      !fz_pers_trace(s, FZ_TRACE_FIRST_ROW,
                      LLVMBuildICmp(b, LLVMIntEQ, tile, w.ctaid, "")))
     return false;
   if (walk)
