@@ -252,9 +252,10 @@ bool fz_pers_cluster_publish(pers *s, const LLVMValueRef *region,
 
 /* ---- persistent_trace.c -------------------------------------------------- */
 
-/* With plan->trace_phases, thread 0 of the block records `mark` (both
- * clocks, plan.h) where `when` (i1; NULL: always) holds; nothing
- * otherwise. */
+/* With plan->trace_phases, where `when` holds (i1, the same in every
+ * thread of the block; NULL: always), a block barrier, then thread 0
+ * records `mark` (both clocks, plan.h); nothing otherwise. Every thread
+ * of the block must call it. */
 bool fz_pers_trace(pers *s, fz_trace_mark mark, LLVMValueRef when);
 
 /* ---- persistent.c, for persistent_multipass.c ----------------------------- */

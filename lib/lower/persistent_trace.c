@@ -6,7 +6,10 @@
  * a profiler sums over the whole launch. So thread 0 of each block stores
  * two clocks when the block reaches each phase: the global timer, one
  * clock for every SM in ns, so that blocks line up against each other,
- * and the SM's cycle counter, finer, for the spans within a block. The
+ * and the SM's cycle counter, finer, for the spans within a block. A
+ * block barrier comes before each mark, so that it is the block's: every
+ * warp got there, and no memory operation of the phase was moved past it
+ * (a barrier a mark: traced kernels are for measurement only). The
  * array is a module global, not a parameter, so that a traced kernel has
  * the launcher's usual signature; the runtime reads it back after the
  * launch (fz_executor_last_trace). Blocks past FZ_TRACE_BLOCKS record
@@ -31,13 +34,17 @@ bool fz_pers_trace(pers *s, fz_trace_mark mark, LLVMValueRef when) {
     return true;
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
+  fz_if at_mark;
+  if (when)
+    fz_if_begin(e, &at_mark, when, "trace.when");
+  /* the block's mark, not thread 0's: every warp got here, and neither
+   * LLVM nor ptxas moves the phase's memory operations past a barrier */
+  fz_emit_barrier(e);
   LLVMValueRef block = fz_emit_sreg(e, "ctaid.x");
   LLVMValueRef go = LLVMBuildAnd(
       b, LLVMBuildICmp(b, LLVMIntEQ, s->bs.tid, fz_emit_i32(e, 0), ""),
       LLVMBuildICmp(b, LLVMIntULT, block, fz_emit_i32(e, FZ_TRACE_BLOCKS), ""),
       "trace.go");
-  if (when)
-    go = LLVMBuildAnd(b, go, when, "");
   fz_if f;
   fz_if_begin(e, &f, go, fz_trace_mark_name(mark));
   LLVMValueRef slot = LLVMBuildMul(b, fz_emit_zext_i64(e, block),
@@ -68,5 +75,7 @@ bool fz_pers_trace(pers *s, fz_trace_mark mark, LLVMValueRef when) {
     }
   }
   fz_if_end(e, &f);
+  if (when)
+    fz_if_end(e, &at_mark);
   return !e->failed;
 }
