@@ -380,7 +380,7 @@ enum { SUM_UNROLL = 4 };
 
 static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
                        LLVMValueRef col, LLVMValueRef from, LLVMValueRef to,
-                       int step) {
+                       LLVMValueRef step) {
   fz_emit *e = &s->k->e;
   LLVMBuilderRef b = e->b;
   int lanes = s->ncol * s->V;
@@ -391,7 +391,8 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
   fz_loop lp;
   LLVMValueRef blk = fz_emit_loop_begin(e, &lp, from, NULL, to, "col.blocks");
   for (int u = 0; u < SUM_UNROLL; u++) {
-    LLVMValueRef bu = LLVMBuildAdd(b, blk, fz_emit_i64(e, (int64_t)u * step), "");
+    LLVMValueRef bu = LLVMBuildAdd(
+        b, blk, LLVMBuildMul(b, step, fz_emit_i64(e, u), ""), "");
     in[u] = u == 0 ? NULL : LLVMBuildICmp(b, LLVMIntULT, bu, to, "col.in");
     if (in[u])
       bu = LLVMBuildSelect(b, in[u], bu, from, "");
@@ -423,7 +424,8 @@ static bool sum_blocks(pers *s, const wspace *w, LLVMValueRef *acc,
       }
     }
   free(got);
-  fz_emit_loop_end(e, &lp, fz_emit_i64(e, (int64_t)SUM_UNROLL * step));
+  fz_emit_loop_end(e, &lp,
+                   LLVMBuildMul(b, step, fz_emit_i64(e, SUM_UNROLL), ""));
   return !e->failed;
 }
 
@@ -453,15 +455,117 @@ static bool combine_slices(pers *s, LLVMValueRef *acc, int width,
   return !e->failed;
 }
 
+/* Up to plan->column_parts warps share a column group's blocks when the
+ * grid has warps to spare, their sums meeting in PARTS_BYTES of shared
+ * memory at most. */
+enum { PARTS_BYTES = 4096 };
+
+/* The warps a column group takes (i64, 1, 2 or 4; at most `most`): as
+ * many as leave no trip of the pass longer, each with at least a warp of
+ * blocks to sum. */
+static LLVMValueRef parts_a_group(pers *s, LLVMValueRef groups,
+                                  LLVMValueRef warps, LLVMValueRef rows,
+                                  int most) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef w = fz_emit_i64(e, 1);
+  for (int n = 2; n <= most; n *= 2) {
+    LLVMValueRef fits = LLVMBuildAnd(
+        b,
+        LLVMBuildICmp(b, LLVMIntULE,
+                      LLVMBuildMul(b, groups, fz_emit_i64(e, n), ""), warps, ""),
+        LLVMBuildICmp(b, LLVMIntUGE, rows, fz_emit_i64(e, 32 * n), ""), "");
+    w = LLVMBuildSelect(b, fits, fz_emit_i64(e, n), w, "col.parts");
+  }
+  return w;
+}
+
+/* The warps of a group past its first hand their sums (lane 0's allocas
+ * acc) to the first through `slots` (a slot a warp of the block), which
+ * combines them in part order: a fixed order, as the blocks' within a
+ * part. Uniform across the block: two barriers, so that the slots are
+ * free again for the next trip. */
+static bool join_parts(pers *s, LLVMValueRef *acc, LLVMValueRef slots,
+                       LLVMValueRef local, LLVMValueRef part,
+                       LLVMValueRef parts, LLVMValueRef lane0, int most) {
+  fz_emit *e = &s->k->e;
+  LLVMBuilderRef b = e->b;
+  int per_slot = s->ncol * s->V;
+  LLVMTypeRef t8 = e->t_i64; /* a slot's lanes are 8 bytes apart */
+  fz_emit_barrier(e); /* the last trip's first warps have read the slots */
+  fz_if give;
+  fz_if_begin(e, &give,
+              LLVMBuildAnd(b, lane0,
+                           LLVMBuildICmp(b, LLVMIntNE, part, fz_emit_i64(e, 0), ""),
+                           ""),
+              "col.give");
+  for (int j = 0; j < s->ncol; j++) {
+    if (!in_round(s, j))
+      continue;
+    LLVMTypeRef at = fz_emit_reg_type(e, fz_pers_col_acc(s, j));
+    for (int l = 0; l < s->V; l++) {
+      LLVMValueRef idx = LLVMBuildAdd(
+          b, LLVMBuildMul(b, local, fz_emit_i64(e, per_slot), ""),
+          fz_emit_i64(e, j * s->V + l), "");
+      LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, t8, slots, &idx, 1, "");
+      LLVMBuildStore(b, LLVMBuildLoad2(b, at, acc[j * s->V + l], ""), ptr);
+    }
+  }
+  fz_if_end(e, &give);
+  fz_emit_barrier(e);
+  fz_if take;
+  fz_if_begin(e, &take,
+              LLVMBuildAnd(b, lane0,
+                           LLVMBuildICmp(b, LLVMIntEQ, part, fz_emit_i64(e, 0), ""),
+                           ""),
+              "col.take");
+  for (int q = 1; q < most; q++) {
+    fz_if has;
+    fz_if_begin(e, &has,
+                LLVMBuildICmp(b, LLVMIntULT, fz_emit_i64(e, q), parts, ""),
+                "col.part");
+    LLVMValueRef from = LLVMBuildAdd(b, local, fz_emit_i64(e, q), "");
+    for (int j = 0; j < s->ncol; j++) {
+      if (!in_round(s, j))
+        continue;
+      fz_dtype t = fz_pers_col_acc(s, j);
+      LLVMTypeRef at = fz_emit_reg_type(e, t);
+      fz_opcode code = s->p->nodes[s->colnode[j]].code;
+      for (int l = 0; l < s->V; l++) {
+        LLVMValueRef idx = LLVMBuildAdd(
+            b, LLVMBuildMul(b, from, fz_emit_i64(e, per_slot), ""),
+            fz_emit_i64(e, j * s->V + l), "");
+        LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, t8, slots, &idx, 1, "");
+        LLVMValueRef mine = LLVMBuildLoad2(b, at, acc[j * s->V + l], "");
+        LLVMValueRef r =
+            fz_reduce_combine(e, code, t, mine, LLVMBuildLoad2(b, at, ptr, ""));
+        if (!r)
+          return false;
+        LLVMBuildStore(b, r, acc[j * s->V + l]);
+      }
+    }
+    fz_if_end(e, &has);
+  }
+  fz_if_end(e, &take);
+  return !e->failed;
+}
+
 /* Step 4. The partials are gridDim.x rows of R values each, and R / V
  * column groups are few next to the grid's threads (2048 for an 8192-wide
  * f32 row, against 132 blocks of 512 threads): one thread per column
  * group would leave all but a few SMs idle and walk gridDim.x partials
  * one latency at a time. So each column group takes `slices` lanes of a
  * warp: lane q sums blocks q, q + slices, ... in order, then a butterfly
- * over the slices combines them. Both orders are fixed by the launch, so
- * the result does not depend on timing. The pass loop is uniform across
- * the block (every lane reaches the shuffles); the column groups a block
+ * over the slices combines them. Where the groups are fewer than the
+ * grid's warps (1024 for an 8192-wide bf16 row: half the SMs idle), a
+ * group takes 2 or 4 warps instead (parts_a_group), warp p summing the
+ * blocks p * slices + q, + parts * slices, ..., and the first combines
+ * the others' sums (join_parts). Measured on an H100 with FZ_TRACE=phases
+ * (bf16 layer-norm backward, 2048x8192, 132 blocks): the pass took 6.3 us
+ * with a warp a group, where the f32 kernel, whose 2048 groups keep
+ * every SM busy, took 3.7. All orders are fixed by the launch, so the
+ * result does not depend on timing. The pass loop is uniform across the
+ * block (every lane reaches the shuffles and barriers); the warps a block
  * covers per trip are threads / slices. */
 static bool final_pass(pers *s, const wspace *w) {
   fz_kernel *k = s->k;
@@ -474,6 +578,14 @@ static bool final_pass(pers *s, const wspace *w) {
   int shift = 0;
   while ((1 << shift) < slices)
     shift++;
+  int warps_a_block = p->threads / slices;
+  /* the slots of join_parts: a warp's sums, 8 bytes a lane */
+  size_t slot_bytes = (size_t)s->ncol * (size_t)s->V * 8;
+  /* a block's warps hold whole groups: a multiple of the parts */
+  int most = 1;
+  while (most * 2 <= p->column_parts && warps_a_block % (most * 2) == 0 &&
+         (size_t)warps_a_block * slot_bytes <= PARTS_BYTES)
+    most *= 2;
 
   LLVMValueRef *acc = calloc((size_t)s->ncol * (size_t)s->V + 1, sizeof *acc);
   colpass c = {0};
@@ -486,24 +598,42 @@ static bool final_pass(pers *s, const wspace *w) {
     for (int l = 0; l < s->V; l++)
       acc[j * s->V + l] = fz_pers_entry_alloca(
           s, fz_emit_reg_type(e, fz_pers_col_acc(s, j)), "col.sum");
+  LLVMValueRef slots = NULL;
+  if (ok && most > 1) {
+    LLVMTypeRef t = LLVMArrayType2(
+        e->t_i64, (uint64_t)warps_a_block * (uint64_t)s->ncol * (uint64_t)s->V);
+    slots = LLVMAddGlobalInAddressSpace(e->mod, t, "fz_column_parts", 3);
+    LLVMSetLinkage(slots, LLVMInternalLinkage);
+    LLVMSetInitializer(slots, LLVMGetUndef(t));
+    LLVMSetAlignment(slots, 16);
+  }
 
   LLVMValueRef tid = fz_emit_zext_i64(e, s->bs.tid);
   LLVMValueRef slice =
       LLVMBuildAnd(b, tid, fz_emit_i64(e, slices - 1), "col.slice");
   LLVMValueRef local = LLVMBuildLShr(b, tid, fz_emit_i64(e, shift), "col.local");
-  LLVMValueRef per_block = fz_emit_i64(e, p->threads / slices);
+  LLVMValueRef per_block = fz_emit_i64(e, warps_a_block);
   LLVMValueRef start = LLVMBuildMul(
       b, fz_emit_zext_i64(e, fz_emit_sreg(e, "ctaid.x")), per_block, "col.first");
   LLVMValueRef stride = LLVMBuildMul(b, w->blocks, per_block, "col.stride");
   LLVMValueRef groups = fz_emit_zext_i64(e, s->r_groups);
+  LLVMValueRef parts = most > 1
+                           ? parts_a_group(s, groups, stride, w->rows, most)
+                           : fz_emit_i64(e, 1);
+  /* parts is 1, 2 or 4: its log for the divisions below */
+  LLVMValueRef log_parts = LLVMBuildLShr(b, parts, fz_emit_i64(e, 1), "");
+  LLVMValueRef units = LLVMBuildShl(b, groups, log_parts, "col.units");
   fz_loop cl;
   LLVMValueRef base =
-      ok ? fz_emit_loop_begin(e, &cl, start, NULL, groups, "col") : NULL;
-  LLVMValueRef gc = NULL, valid = NULL, col = NULL;
+      ok ? fz_emit_loop_begin(e, &cl, start, NULL, units, "col") : NULL;
+  LLVMValueRef gc = NULL, valid = NULL, col = NULL, part = NULL;
   if (ok) {
-    gc = LLVMBuildAdd(b, base, local, "col.group");
-    valid = LLVMBuildICmp(b, LLVMIntULT, gc, groups, "col.valid");
-    gc = LLVMBuildSelect(b, valid, gc, fz_emit_i64(e, 0), "");
+    LLVMValueRef unit = LLVMBuildAdd(b, base, local, "col.unit");
+    valid = LLVMBuildICmp(b, LLVMIntULT, unit, units, "col.valid");
+    unit = LLVMBuildSelect(b, valid, unit, fz_emit_i64(e, 0), "");
+    gc = LLVMBuildLShr(b, unit, log_parts, "col.group");
+    part = LLVMBuildAnd(b, unit,
+                        LLVMBuildSub(b, parts, fz_emit_i64(e, 1), ""), "col.part");
     for (int j = 0; j < s->ncol; j++) {
       const fz_plan_node *n = &p->nodes[s->colnode[j]];
       LLVMValueRef id = fz_reduce_identity(e, n->code, fz_pers_col_acc(s, j));
@@ -511,14 +641,24 @@ static bool final_pass(pers *s, const wspace *w) {
         LLVMBuildStore(b, id, acc[j * s->V + l]);
     }
     col = LLVMBuildMul(b, gc, fz_emit_i64(e, s->V), "col.point");
-    ok = sum_blocks(s, w, acc, col, slice, w->rows, slices) &&
+    LLVMValueRef from = LLVMBuildAdd(
+        b, LLVMBuildMul(b, part, fz_emit_i64(e, slices), ""), slice, "");
+    LLVMValueRef step = LLVMBuildMul(b, parts, fz_emit_i64(e, slices), "");
+    ok = sum_blocks(s, w, acc, col, from, w->rows, step) &&
          combine_slices(s, acc, slices, mask);
   }
+  LLVMValueRef lane0 =
+      ok ? LLVMBuildAnd(b, valid,
+                        LLVMBuildICmp(b, LLVMIntEQ, slice, fz_emit_i64(e, 0), ""),
+                        "")
+         : NULL;
+  if (ok && most > 1)
+    ok = join_parts(s, acc, slots, local, part, parts, lane0, most);
   fz_if writer;
   if (ok) {
     fz_if_begin(e, &writer,
-                LLVMBuildAnd(b, valid,
-                             LLVMBuildICmp(b, LLVMIntEQ, slice, fz_emit_i64(e, 0), ""),
+                LLVMBuildAnd(b, lane0,
+                             LLVMBuildICmp(b, LLVMIntEQ, part, fz_emit_i64(e, 0), ""),
                              ""),
                 "col.store");
     fz_pers_col_coords(s, &c, gc);
@@ -631,5 +771,5 @@ bool fz_pers_sum_partials(pers *s, LLVMValueRef *acc, LLVMValueRef col,
                           LLVMValueRef from, int step) {
   wspace w;
   workspace_regions(s, &w);
-  return sum_blocks(s, &w, acc, col, from, w.rows, step);
+  return sum_blocks(s, &w, acc, col, from, w.rows, fz_emit_i64(&s->k->e, step));
 }

@@ -170,6 +170,18 @@ void fz_plan_choose_trace(fz_plan *p) {
                     p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
 }
 
+/* Up to 4 warps a column group in the final pass: on an H100 (FZ_TRACE=
+ * phases, bf16 layer-norm backward 2048x8192) a warp a group left half
+ * the SMs idle and took 6.3 us where f32's pass, with every SM busy,
+ * took 3.7. */
+void fz_plan_choose_column_parts(fz_plan *p) {
+  const char *env = getenv("FZ_COLUMN_PARTS");
+  p->column_parts = !fz_plan_has_grid_columns(p)          ? 0
+                    : env && strcmp(env, "1") == 0 ? 1
+                    : env && strcmp(env, "2") == 0 ? 2
+                                                   : 4;
+}
+
 void fz_plan_choose_row_values(fz_plan *p) {
   const char *env = getenv("FZ_PREFETCH_ROW_VALUES");
   size_t row_bytes = 0;

@@ -569,6 +569,7 @@ static bool build_plan(fz_dag *d, const fz_problem *pb, fz_arena *arena,
                           p->phases, FZ_PLAN_MAX_PHASES);
   bool too_long = false;
   if (heuristics(d, pb, p, &too_long)) {
+    fz_plan_choose_column_parts(p);
     *about_rows = true;
     if (multipass)
       return fz_dag_decline(d, "a row fits on chip (the persistent "

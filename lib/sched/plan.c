@@ -587,12 +587,15 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
       fz_buf_printf(&b, "block=dynx%d", p->block_y);
     else
       fz_buf_printf(&b, "block=%dx%d", p->block_x, p->block_y);
-    fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s%s%s%s reduced=",
+    fz_buf_printf(&b, " split=%s persistent=%d phases=%d%s%s%s%s%s",
                   p->split > 1 ? "grid" : "none", p->persistent, p->phases,
                   p->cooperative ? " coop" : "", prefetch_text(p),
                   p->weights_early ? " weights=early" : "",
                   p->refetch_bf16 ? " refetch=bf16" : "",
                   p->trace_phases ? " trace=phases" : "");
+    if (p->column_parts && p->column_parts != 4)
+      fz_buf_printf(&b, " column-parts=%d", p->column_parts);
+    fz_buf_puts(&b, " reduced=");
     for (int k = 0; k < p->rank; k++)
       fz_buf_puts(&b, p->reduced[k] ? "R" : "I");
     if (fz_plan_is_persistent(p)) {
@@ -678,6 +681,8 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       fz_buf_puts(b, " refetch=bf16");
     if (p->trace_phases)
       fz_buf_puts(b, " trace=phases");
+    if (p->column_parts && p->column_parts != 4)
+      fz_buf_printf(b, " column-parts=%d", p->column_parts);
     fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");
   }
   else if (is_reduction(p)) {

@@ -310,6 +310,13 @@ typedef struct fz_plan {
    * which fz_executor_last_trace reads back: where a launch's fixed cost
    * goes, on the GPU, without a profiler. For measurement only. */
   bool trace_phases;
+  /* Plans with column reductions across the grid (fz_plan_has_grid_columns):
+   * the most warps that share a column group's partials in the final
+   * pass (1, 2 or 4; lib/lower/persistent_columns.c takes as many as the
+   * grid has warps to spare for, up to this). 4 by default; 1 is the
+   * pass of a warp a group, for A/B timing (FZ_COLUMN_PARTS). Printed
+   * only when not 4. */
+  int column_parts;
   /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
    * order of the nodes that first read them, and their bound values:
    * kernel parameters like the extents (fz_plan_symbol_param gives a

@@ -92,6 +92,7 @@ static void put_launch(writer *w, const fz_plan *p) {
     put_u(w, p->weights_early);
     put_u(w, p->refetch_bf16);
     put_u(w, p->trace_phases);
+    put_i(w, p->column_parts);
     for (int k = 0; k < p->rank; k++)
       put_u(w, p->reduced[k]);
     if (fz_plan_is_persistent(p)) {

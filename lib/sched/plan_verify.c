@@ -628,6 +628,10 @@ fz_status fz_plan_verify(const fz_plan *p, fz_error *err) {
     return st;
   if (p->kind == FZ_PLAN_TRANSPOSE && (st = verify_transpose(p, err)))
     return st;
+  if (fz_plan_has_grid_columns(p) && p->column_parts != 1 &&
+      p->column_parts != 2 && p->column_parts != 4)
+    return bad(err, "%d warps a column group in the final pass (1, 2 or 4)",
+               p->column_parts);
   for (int i = 0; i < p->num_accesses; i++)
     if ((st = verify_access(p, i, err)))
       return st;

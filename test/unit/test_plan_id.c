@@ -208,6 +208,11 @@ static bool trace_phases(fz_plan *p) {
   p->trace_phases = !p->trace_phases;
   return true;
 }
+/* warps a column group in the final pass */
+static bool column_parts(fz_plan *p) {
+  p->column_parts = p->column_parts == 1 ? 4 : 1;
+  return true;
+}
 /* row values staged in the buffers or loaded into registers */
 static bool prefetch_row_values(fz_plan *p) {
   if (!p->prefetch)
@@ -405,7 +410,7 @@ static const case_ cases[] = {
     STRUCTURAL(prefetch),      STRUCTURAL(prefetch_single),
     STRUCTURAL(prefetch_deep), STRUCTURAL(prefetch_row_values),
     STRUCTURAL(weights_early), STRUCTURAL(refetch_bf16),
-    STRUCTURAL(trace_phases),
+    STRUCTURAL(trace_phases),  STRUCTURAL(column_parts),
     STRUCTURAL(reduced),
     STRUCTURAL(row_axes),      STRUCTURAL(persistent_full),
     STRUCTURAL(cluster),       STRUCTURAL(column_slices),

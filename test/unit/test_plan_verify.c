@@ -615,6 +615,11 @@ START_TEST(phases_traced) {
   ck_assert(p->trace_phases);
   verifies(p);
   scheduled_free(&s);
+  p = schedule(&s, ROWS_AND_COLUMNS, "M=4096,N=2048");
+  ck_assert_int_eq(p->column_parts, 4);
+  p->column_parts = 3;
+  refused(p, "3 warps a column group in the final pass (1, 2 or 4)", NULL);
+  scheduled_free(&s);
   p = schedule(&s, SOFTMAX, "M=64,N=1000");
   ck_assert(!p->trace_phases);
   p->trace_phases = true;
