@@ -558,7 +558,8 @@ static bool join_parts(pers *s, LLVMValueRef *acc, LLVMValueRef slots,
  * warp: lane q sums blocks q, q + slices, ... in order, then a butterfly
  * over the slices combines them. Where the groups are fewer than the
  * grid's warps (1024 for an 8192-wide bf16 row: half the SMs idle), a
- * group takes 2 or 4 warps instead (parts_a_group), warp p summing the
+ * group may take 2 or 4 warps instead, up to plan->column_parts
+ * (parts_a_group; 1 by default until it has run on a GPU), warp p summing the
  * blocks p * slices + q, + parts * slices, ..., and the first combines
  * the others' sums (join_parts). Measured on an H100 with FZ_TRACE=phases
  * (bf16 layer-norm backward, 2048x8192, 132 blocks): the pass took 6.3 us

@@ -170,16 +170,17 @@ void fz_plan_choose_trace(fz_plan *p) {
                     p->kind == FZ_PLAN_INNER_OUTER_PERSISTENT;
 }
 
-/* Up to 4 warps a column group in the final pass: on an H100 (FZ_TRACE=
- * phases, bf16 layer-norm backward 2048x8192) a warp a group left half
- * the SMs idle and took 6.3 us where f32's pass, with every SM busy,
- * took 3.7. */
+/* A warp a column group in the final pass by default. On an H100
+ * (FZ_TRACE=phases, bf16 layer-norm backward 2048x8192) that left half
+ * the SMs idle, and the pass took 6.3 us where f32's, with every SM
+ * busy, took 3.7; up to 2 or 4 warps a group (FZ_COLUMN_PARTS) is
+ * built but has not yet run on a GPU, so it stays behind the switch. */
 void fz_plan_choose_column_parts(fz_plan *p) {
   const char *env = getenv("FZ_COLUMN_PARTS");
   p->column_parts = !fz_plan_has_grid_columns(p)          ? 0
-                    : env && strcmp(env, "1") == 0 ? 1
                     : env && strcmp(env, "2") == 0 ? 2
-                                                   : 4;
+                    : env && strcmp(env, "4") == 0 ? 4
+                                                   : 1;
 }
 
 void fz_plan_choose_row_values(fz_plan *p) {

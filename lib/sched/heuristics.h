@@ -99,9 +99,9 @@ void fz_plan_choose_refetch(fz_plan *p);
  * FZ_TRACE=phases: the kernel records when each block reaches each phase
  * (for measurement; it costs a few stores a block). */
 void fz_plan_choose_trace(fz_plan *p);
-/* Sets p->column_parts (plan.h): 4 on a plan with column reductions
- * across the grid, unless FZ_COLUMN_PARTS is 1 or 2 (for A/B timing); 0
- * on other plans. */
+/* Sets p->column_parts (plan.h): on a plan with column reductions across
+ * the grid, 1, or 2 or 4 with FZ_COLUMN_PARTS=2 or 4 (for A/B timing,
+ * and until they have run on a GPU); 0 on other plans. */
 void fz_plan_choose_column_parts(fz_plan *p);
 
 /* ---- indexing -------------------------------------------------------- */

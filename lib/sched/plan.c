@@ -593,7 +593,7 @@ const char *fz_plan_key(const fz_plan *p, fz_arena *arena) {
                   p->weights_early ? " weights=early" : "",
                   p->refetch_bf16 ? " refetch=bf16" : "",
                   p->trace_phases ? " trace=phases" : "");
-    if (p->column_parts && p->column_parts != 4)
+    if (p->column_parts > 1)
       fz_buf_printf(&b, " column-parts=%d", p->column_parts);
     fz_buf_puts(&b, " reduced=");
     for (int k = 0; k < p->rank; k++)
@@ -649,15 +649,17 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
                   p->extents[k]);
   fz_buf_printf(b, "] reference %s index%d\n", p->reference,
                 p->index32 ? 32 : 64);
-  char slices_text[32];
+  char slices_text[32], parts_text[32];
   snprintf(slices_text, sizeof slices_text, " slices=%d", p->column_slices);
+  snprintf(parts_text, sizeof parts_text, " column-parts=%d", p->column_parts);
   if (p->kind == FZ_PLAN_OUTER_PERSISTENT)
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
-                  "persistent=%d rows-held=%d%s phases=%d cooperative%s\n",
+                  "persistent=%d rows-held=%d%s phases=%d cooperative%s%s\n",
                   p->grid_x, p->block_x, p->block_y, p->vector, p->persistent,
                   p->unroll, p->held_shared ? " in-shared" : "", p->phases,
-                  p->column_slices > 1 ? slices_text : "");
+                  p->column_slices > 1 ? slices_text : "",
+                  p->column_parts > 1 ? parts_text : "");
   else if (fz_plan_is_persistent(p)) {
     fz_buf_printf(b,
                   "  launch grid=%" PRId64 " block=%dx%d vector=%d "
@@ -681,7 +683,7 @@ void fz_plan_print(const fz_plan *p, fz_buf *b) {
       fz_buf_puts(b, " refetch=bf16");
     if (p->trace_phases)
       fz_buf_puts(b, " trace=phases");
-    if (p->column_parts && p->column_parts != 4)
+    if (p->column_parts > 1)
       fz_buf_printf(b, " column-parts=%d", p->column_parts);
     fz_buf_puts(b, p->dynamic_block ? " dynamic-block\n" : "\n");
   }

@@ -313,9 +313,9 @@ typedef struct fz_plan {
   /* Plans with column reductions across the grid (fz_plan_has_grid_columns):
    * the most warps that share a column group's partials in the final
    * pass (1, 2 or 4; lib/lower/persistent_columns.c takes as many as the
-   * grid has warps to spare for, up to this). 4 by default; 1 is the
-   * pass of a warp a group, for A/B timing (FZ_COLUMN_PARTS). Printed
-   * only when not 4. */
+   * grid has warps to spare for, up to this). 1 by default, a warp a
+   * group; 2 and 4 with FZ_COLUMN_PARTS, for A/B timing. Printed only
+   * when not 1. */
   int column_parts;
   /* The symbols the SYMBOL nodes read, as fusion symbol indices in the
    * order of the nodes that first read them, and their bound values:

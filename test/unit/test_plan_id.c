@@ -210,7 +210,7 @@ static bool trace_phases(fz_plan *p) {
 }
 /* warps a column group in the final pass */
 static bool column_parts(fz_plan *p) {
-  p->column_parts = p->column_parts == 1 ? 4 : 1;
+  p->column_parts = p->column_parts == 4 ? 1 : 4;
   return true;
 }
 /* row values staged in the buffers or loaded into registers */

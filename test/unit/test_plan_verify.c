@@ -616,7 +616,7 @@ START_TEST(phases_traced) {
   verifies(p);
   scheduled_free(&s);
   p = schedule(&s, ROWS_AND_COLUMNS, "M=4096,N=2048");
-  ck_assert_int_eq(p->column_parts, 4);
+  ck_assert_int_eq(p->column_parts, 1);
   p->column_parts = 3;
   refused(p, "3 warps a column group in the final pass (1, 2 or 4)", NULL);
   scheduled_free(&s);
