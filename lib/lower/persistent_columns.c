@@ -559,15 +559,16 @@ static bool join_parts(pers *s, LLVMValueRef *acc, LLVMValueRef slots,
  * over the slices combines them. Where the groups are fewer than the
  * grid's warps (1024 for an 8192-wide bf16 row: half the SMs idle), a
  * group may take 2 or 4 warps instead, up to plan->column_parts
- * (parts_a_group; 1 by default until it has run on a GPU), warp p summing the
- * blocks p * slices + q, + parts * slices, ..., and the first combines
- * the others' sums (join_parts). Measured on an H100 with FZ_TRACE=phases
- * (bf16 layer-norm backward, 2048x8192, 132 blocks): the pass took 6.3 us
- * with a warp a group, where the f32 kernel, whose 2048 groups keep
- * every SM busy, took 3.7. All orders are fixed by the launch, so the
- * result does not depend on timing. The pass loop is uniform across the
- * block (every lane reaches the shuffles and barriers); the warps a block
- * covers per trip are threads / slices. */
+ * (parts_a_group; 1 by default until it has run on a GPU), warp p
+ * summing the blocks p * slices + q, + parts * slices, ..., and the
+ * first combining the others' sums (join_parts). Measured on an H100
+ * with FZ_TRACE=phases (bf16 layer-norm backward, 2048x8192, 132
+ * blocks), from the grid barrier to the slowest block's end, the pass
+ * took 6.3 us with a warp a group, and the f32 kernel's, whose 2048
+ * groups keep every SM busy, 4.1. All orders are fixed by the launch,
+ * so the result does not depend on timing. The pass loop is uniform
+ * across the block (every lane reaches the shuffles and barriers); the
+ * warps a block covers per trip are threads / slices. */
 static bool final_pass(pers *s, const wspace *w) {
   fz_kernel *k = s->k;
   fz_emit *e = &k->e;

@@ -173,7 +173,7 @@ void fz_plan_choose_trace(fz_plan *p) {
 /* A warp a column group in the final pass by default. On an H100
  * (FZ_TRACE=phases, bf16 layer-norm backward 2048x8192) that left half
  * the SMs idle, and the pass took 6.3 us where f32's, with every SM
- * busy, took 3.7; up to 2 or 4 warps a group (FZ_COLUMN_PARTS) is
+ * busy, 4.1; up to 2 or 4 warps a group (FZ_COLUMN_PARTS) is
  * built but has not yet run on a GPU, so it stays behind the switch. */
 void fz_plan_choose_column_parts(fz_plan *p) {
   const char *env = getenv("FZ_COLUMN_PARTS");
