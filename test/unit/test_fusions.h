@@ -20,4 +20,16 @@
   "  return %y\n"                                                              \
   "}\n"
 
+/* Row sums of %x: f32[M, N] used back in the row, and a column sum over
+ * the rows, in fusion @name: one inner-outer plan (outputs %y: [M, N],
+ * %c: [N]). */
+#define FZ_TEST_ROWS_AND_COLUMNS(name)                                         \
+  "fusion @" name "(%x: f32[M, N]) {\n"                                        \
+  "  %s = sum %x dims(1) keepdim : f32[M, b1]\n"                               \
+  "  %se = expand %s : f32[M, b1->N]\n"                                        \
+  "  %y = mul %x, %se : f32[M, N]\n"                                           \
+  "  %c = sum %x dims(0) : f32[N]\n"                                           \
+  "  return %y, %c\n"                                                          \
+  "}\n"
+
 #endif

@@ -551,14 +551,7 @@ END_TEST
 
 /* Row sums used back in the row and a column sum: an inner-outer plan
  * whose column partials meet in clusters of 2 (sm_90). */
-static const char *ROWS_AND_COLUMNS =
-    "fusion @rc(%x: f32[M, N]) {\n"
-    "  %s = sum %x dims(1) keepdim : f32[M, b1]\n"
-    "  %se = expand %s : f32[M, b1->N]\n"
-    "  %y = mul %x, %se : f32[M, N]\n"
-    "  %c = sum %x dims(0) : f32[N]\n"
-    "  return %y, %c\n"
-    "}\n";
+static const char *ROWS_AND_COLUMNS = FZ_TEST_ROWS_AND_COLUMNS("rc");
 
 START_TEST(column_cluster_rules) {
   scheduled s;

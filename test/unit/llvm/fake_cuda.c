@@ -105,6 +105,21 @@ void fake_cuda_init(fz_cuda *cu) {
   };
 }
 
+fz_status fake_cuda_run_rows_and_columns(fz_executor *ex, int64_t m,
+                                         int64_t n, fz_error *err) {
+  fz_device_tensor in = {.dtype = FZ_F32, .rank = 2, .data = 0x7000000};
+  in.sizes[0] = m;
+  in.sizes[1] = n;
+  in.strides[0] = n;
+  in.strides[1] = 1;
+  fz_device_tensor out[2] = {in, {.dtype = FZ_F32, .rank = 1}};
+  out[0].data = 0x8000000;
+  out[1].data = 0x9000000;
+  out[1].sizes[0] = n;
+  out[1].strides[0] = 1;
+  return fz_executor_run(ex, &in, 1, out, 2, NULL, err);
+}
+
 fz_device fake_cuda_device(const fz_cuda *cu) {
   fz_device d = {.cu = cu, .context = (CUcontext)0x1000};
   d.props = (fz_device_props){.name = "fake H200",

@@ -45,4 +45,9 @@ void fake_cuda_init(fz_cuda *cu);
  * of shared memory a block, 60 MiB of L2). */
 fz_device fake_cuda_device(const fz_cuda *cu);
 
+/* Runs FZ_TEST_ROWS_AND_COLUMNS (test_fusions.h) on ex at M x N, its
+ * input and outputs dense at made-up addresses. */
+fz_status fake_cuda_run_rows_and_columns(fz_executor *ex, int64_t m,
+                                         int64_t n, fz_error *err);
+
 #endif

@@ -15,6 +15,7 @@
 #include "test_util.h"
 
 #include "fake_cuda.h"
+#include "test_fusions.h"
 #include "runtime/trace.h"
 
 #include <stdio.h>
@@ -69,13 +70,7 @@ static fz_cuda fake_cu;
 
 /* Row sums used back in the row and a column sum: an inner-outer plan
  * (264 blocks of 64x2 threads at M=4096, N=2048 on 132 SMs). */
-static const char *text = "fusion @rows_and_columns(%x: f32[M, N]) {\n"
-                          "  %s = sum %x dims(1) keepdim : f32[M, b1]\n"
-                          "  %se = expand %s : f32[M, b1->N]\n"
-                          "  %y = mul %x, %se : f32[M, N]\n"
-                          "  %c = sum %x dims(0) : f32[N]\n"
-                          "  return %y, %c\n"
-                          "}\n";
+static const char *text = FZ_TEST_ROWS_AND_COLUMNS("rows_and_columns");
 enum { M = 4096, N = 2048 };
 
 static fz_device device;
@@ -112,17 +107,7 @@ static void teardown(void) {
 }
 
 static fz_status run(fz_error *err) {
-  fz_device_tensor in = {.dtype = FZ_F32, .rank = 2, .data = 0x7000000};
-  in.sizes[0] = M;
-  in.sizes[1] = N;
-  in.strides[0] = N;
-  in.strides[1] = 1;
-  fz_device_tensor out[2] = {in, {.dtype = FZ_F32, .rank = 1}};
-  out[0].data = 0x8000000;
-  out[1].data = 0x9000000;
-  out[1].sizes[0] = N;
-  out[1].strides[0] = 1;
-  return fz_executor_run(ex, &in, 1, out, 2, NULL, err);
+  return fake_cuda_run_rows_and_columns(ex, M, N, err);
 }
 
 static void expect_run(void) {
