@@ -93,7 +93,10 @@ def parse_run(out):
                 launch=" / ".join(launches) or None)
 
 
-def run_once(fuse_run, path, sizes, iters, env):
+def run_fuse(fuse_run, path, sizes, iters, env):
+    """(what parse_run read, or dict(error=...); fuse-run's output) of one
+    timed, unvalidated fuse-run with its plan printed; Skipped without a
+    GPU."""
     cmd = [fuse_run, path, "--size", sizes, "--iters", str(iters), "--no-validate",
            "--print-plan"]
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -103,8 +106,22 @@ def run_once(fuse_run, path, sizes, iters, env):
     got = parse_run(p.stdout) if p.returncode == 0 else None
     if got is None:
         tail = p.stdout.strip().splitlines()[-1:] or ["(no output)"]
-        return dict(error="exit %d: %s" % (p.returncode, tail[0]))
-    return got
+        return dict(error="exit %d: %s" % (p.returncode, tail[0])), p.stdout
+    return got, p.stdout
+
+
+def run_once(fuse_run, path, sizes, iters, env):
+    return run_fuse(fuse_run, path, sizes, iters, env)[0]
+
+
+def read_rows(texts, rows_file):
+    """[(file, sizes), ...] of the rows given and those of rows_file (one a
+    line, # comments); ValueError or OSError on a bad row or file."""
+    texts = list(texts)
+    if rows_file:
+        with open(rows_file) as fh:
+            texts += [l.split("#", 1)[0].strip() for l in fh]
+    return [parse_row(t) for t in texts if t]
 
 
 def measure(rows, fuse_run, switches, iters, rounds, log=None):
@@ -247,11 +264,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     try:
         switches = [parse_switch(s) for s in args.switch]
-        texts = list(args.rows)
-        if args.rows_file:
-            with open(args.rows_file) as fh:
-                texts += [l.split("#", 1)[0].strip() for l in fh]
-        rows = [parse_row(t) for t in texts if t]
+        rows = read_rows(args.rows, args.rows_file)
     except (ValueError, OSError) as e:
         print("ab.py: %s" % e, file=sys.stderr)
         return 2

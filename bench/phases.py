@@ -25,13 +25,12 @@ is not traced (not an inner-outer one) is an error of its row.
 import argparse
 import os
 import re
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ab import (SKIPPED, Skipped, commit_line, emit, parse_row,  # noqa: E402
-                parse_run, parse_switch, stamp, switch_label)
+from ab import (SKIPPED, Skipped, commit_line, emit, parse_switch,  # noqa: E402
+                read_rows, run_fuse, stamp, switch_label)
 
 HEADER = re.compile(r"^trace (\S+): (\d+) of (\d+) blocks; .*step (\d+) ns",
                     re.M)
@@ -66,17 +65,10 @@ def parse_traces(out):
 
 
 def run_traced(fuse_run, path, sizes, iters, env):
-    cmd = [fuse_run, path, "--size", sizes, "--iters", str(iters), "--no-validate",
-           "--print-plan"]
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True)
-    if p.returncode == SKIPPED:
-        raise Skipped(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "SKIPPED")
-    got = parse_run(p.stdout) if p.returncode == 0 else None
-    if got is None:
-        tail = p.stdout.strip().splitlines()[-1:] or ["(no output)"]
-        return dict(error="exit %d: %s" % (p.returncode, tail[0]))
-    got["traces"] = parse_traces(p.stdout)
+    got, out = run_fuse(fuse_run, path, sizes, iters, env)
+    if "error" in got:
+        return got
+    got["traces"] = parse_traces(out)
     if not got["traces"]:
         return dict(error="no kernel was traced (%s)" % (got.get("plan") or "no plan"))
     return got
@@ -186,11 +178,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     try:
         switches = [parse_switch(s) for s in args.switch]
-        texts = list(args.rows)
-        if args.rows_file:
-            with open(args.rows_file) as fh:
-                texts += [l.split("#", 1)[0].strip() for l in fh]
-        rows = [parse_row(t) for t in texts if t]
+        rows = read_rows(args.rows, args.rows_file)
     except (ValueError, OSError) as e:
         print("phases.py: %s" % e, file=sys.stderr)
         return 2
