@@ -146,12 +146,12 @@ fz_status fz_executor_last_trace(fz_executor *ex, char **text,
   fz_buf *out = &report;
   const fz_cuda *cu = ex->device->cu;
   fz_status st = FZ_OK;
-  uint64_t *words = NULL;
+  uint64_t *words = NULL; /* allocated, and the device waited for, once */
   for (int k = 0; k < e->num_launches && !st; k++) {
     const segment_launch *l = &e->launches[k];
     if (l->skip || !l->plan || !l->plan->trace_phases)
       continue;
-    if ((st = fz_device_synchronize(ex->device, err)))
+    if (!words && (st = fz_device_synchronize(ex->device, err)))
       break;
     CUdeviceptr g = 0;
     size_t bytes = 0;
